@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyLoggerOptions, type FastifyRequest } from 'fastify';
+import type { LoggerOptions } from 'pino';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { Clock, IdSource, Random } from '../domain/clock.js';
+import type { Store } from '../store/db.js';
+import { authPlugin } from './plugins/auth.js';
+import { errorsPlugin } from './plugins/errors.js';
+import { TokenBuckets, type RateLimit } from './rate-limit.js';
+import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
+import { invitationRoutes } from './routes/invitations/invitations.routes.js';
+import { memberRoutes } from './routes/members/members.routes.js';
+import { systemRoutes } from './routes/system/system.routes.js';
+import { workspaceRoutes } from './routes/workspaces/workspaces.routes.js';
+import { ErrorEnvelope } from './schemas.js';
+import { createServices, type Services } from './services.js';
+import { describeValidationError, validatorCompiler } from './validation.js';
+
+export interface AppDeps {
+  store: Store;
+  clock: Clock;
+  random: Random;
+  ids: IdSource;
+  rateLimit: RateLimit;
+  /** Requests from one client address without a valid key (failed auth, invitation accept). */
+  anonymousRateLimit: RateLimit;
+  log: { level: string; stream?: Writable };
+  version: string;
+}
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/** Never leak a key given in a query string (WebSocket handshakes from browsers) into the logs. */
+export const redactUrl = (url: string): string => url.replace(/([?&](?:api_key|token)=)[^&#]*/gi, '$1[redacted]');
+
+/** Accept a caller's request id when it looks sane; otherwise make one. */
+function requestId(header: string | string[] | undefined): string {
+  return typeof header === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(header) ? header : randomUUID();
+}
+
+function loggerOptions(log: AppDeps['log']): FastifyLoggerOptions & LoggerOptions {
+  return {
+    level: log.level,
+    ...(log.stream === undefined ? {} : { stream: log.stream }),
+    redact: {
+      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', 'headers["x-api-key"]'],
+      censor: '[redacted]',
+    },
+    serializers: {
+      req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+    },
+  };
+}
+
+/** The whole HTTP API, built but not listening: `main` and the tests both start it. */
+export async function buildApp(deps: AppDeps) {
+  const app = Fastify({
+    logger: loggerOptions(deps.log),
+    bodyLimit: BODY_LIMIT,
+    genReqId: (req) => requestId(req.headers['x-request-id']),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    schemaErrorFormatter: (errors, part) => new Error(describeValidationError(errors, part)),
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler());
+  app.addSchema(ErrorEnvelope);
+
+  const services = createServices(deps);
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
+  const latency = new Histogram({
+    name: 'slipway_http_request_duration_seconds',
+    help: 'HTTP request latency by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [metrics],
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    latency.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Slipway API', version: deps.version, description: 'REST API of the Slipway deployment platform.' },
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
+      security: [{ apiKey: [] }],
+    },
+  });
+  await app.register(errorsPlugin);
+  await app.register(authPlugin, {
+    store: deps.store,
+    apiKeys: services.apiKeys,
+    keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
+    addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
+  });
+
+  await app.register(systemRoutes, { store: deps.store, metrics });
+  await app.register(workspaceRoutes, { services });
+  await app.register(memberRoutes, { services });
+  await app.register(invitationRoutes, { services });
+  await app.register(apiKeyRoutes, { services });
+
+  return { app, services: services satisfies Services };
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>['app'];

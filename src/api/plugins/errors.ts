@@ -1,0 +1,79 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError, ERROR_STATUS, type ErrorCode } from '../../domain/errors.js';
+
+/** Fastify's own 4xx errors, in our words. */
+const FASTIFY_MESSAGES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'The request body is not valid JSON.',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'The request body is empty; send a JSON object.',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'The request body is larger than the 1 MiB limit.',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'The request body must be sent as application/json.',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'The Content-Length header does not match the body.',
+  FST_ERR_BAD_URL: 'The request path is not valid.',
+  FST_ERR_ASYNC_CONSTRAINT: 'The request path is not valid.',
+};
+
+const STATUS_CODE = Object.fromEntries(Object.entries(ERROR_STATUS).map(([k, v]) => [v, k])) as Record<number, ErrorCode>;
+
+interface RouteEntry {
+  method: string;
+  pattern: RegExp;
+}
+
+/** Compile a route url (`/api/x/:id`) into a matcher for concrete paths. */
+function matcher(url: string): RegExp {
+  const body = url
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${body}/?$`);
+}
+
+export function send(reply: FastifyReply, status: number, message: string, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(status).headers(headers).type('application/json; charset=utf-8').send({ success: false, error: message });
+}
+
+/**
+ * The one map from error to HTTP status and envelope. Domain errors carry their code; Fastify's
+ * validation and parsing errors become 400/413/415; anything else is a 500 whose detail stays
+ * in the server log.
+ */
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  const routes: RouteEntry[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) routes.push({ method: method.toUpperCase(), pattern: matcher(route.url) });
+  });
+
+  app.setErrorHandler((err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof AppError) {
+      if (err.status >= 500) request.log.error({ err }, err.message);
+      else request.log.info({ code: err.code, status: err.status }, err.message);
+      return send(reply, err.status, err.message, { ...err.headers });
+    }
+    const fe = err as FastifyError;
+    if (fe.code === 'FST_ERR_VALIDATION') {
+      request.log.info({ status: 400 }, fe.message);
+      return send(reply, 400, fe.message);
+    }
+    const status = fe.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const message = FASTIFY_MESSAGES[fe.code] ?? `The request is invalid: ${STATUS_CODE[status] ?? status}.`;
+      request.log.info({ status, code: fe.code }, message);
+      return send(reply, status, message);
+    }
+    request.log.error({ err }, 'unhandled error');
+    return send(reply, 500, 'An internal error occurred; it has been logged.');
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      return send(reply, 405, `Method ${request.method} is not allowed here; use ${allowed.join(', ')}.`, {
+        allow: allowed.join(', '),
+      });
+    }
+    return send(reply, 404, `No route matches ${request.method} ${path.slice(0, 200)}.`);
+  });
+});

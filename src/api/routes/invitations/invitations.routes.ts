@@ -1,0 +1,26 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import { accessOf } from '../../plugins/auth.js';
+import { ok } from '../../schemas.js';
+import * as s from './invitations.schema.js';
+
+export const invitationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { invitations } = services;
+  const base = '/api/workspaces/:slug/invitations';
+
+  app.post(base, { schema: s.createInvitation, config: { action: 'members.manage' } }, async (req, reply) =>
+    reply.code(201).send(ok(await invitations.create(accessOf(req), req.body))),
+  );
+
+  app.get(base, { schema: s.listInvitations, config: { action: 'members.manage' } }, async (req) =>
+    ok(await invitations.list(accessOf(req))),
+  );
+
+  app.delete(`${base}/:id`, { schema: s.deleteInvitation, config: { action: 'members.manage' } }, async (req) =>
+    ok(await invitations.revoke(accessOf(req), req.params.id)),
+  );
+
+  app.post('/api/invitations/accept', { schema: s.acceptInvitation, config: { public: true } }, async (req, reply) =>
+    reply.code(201).send(ok(await invitations.accept(req.body))),
+  );
+};

@@ -1,0 +1,71 @@
+import { Type } from 'typebox';
+import { authErrors, Email, Envelope, ErrorEnvelope, Name, RoleSchema, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
+import { Workspace } from '../workspaces/workspaces.schema.js';
+
+const invitationFields = {
+  id: Type.String(),
+  email: Type.String(),
+  role: RoleSchema,
+  status: StringEnum(['pending', 'accepted', 'expired'] as const),
+  expires_at: Timestamp,
+  created_at: Timestamp,
+};
+
+export const Invitation = Type.Object(invitationFields, { additionalProperties: false });
+export const CreatedInvitation = Type.Object(
+  { ...invitationFields, token: Type.String({ description: 'Single-use; returned only here.' }) },
+  { additionalProperties: false },
+);
+
+const tags = ['Invitations'];
+
+export const createInvitation = {
+  tags,
+  summary: 'Invite someone by e-mail (owner/admin); the token is returned only here',
+  params: SlugParams,
+  body: Type.Object({ email: Email, role: RoleSchema }, { additionalProperties: false }),
+  response: { 201: Envelope(CreatedInvitation), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const listInvitations = {
+  tags,
+  summary: 'List the invitations of a workspace (owner/admin)',
+  params: SlugParams,
+  response: { 200: Envelope(Type.Array(Invitation)), ...authErrors },
+};
+
+export const deleteInvitation = {
+  tags,
+  summary: 'Revoke an invitation (owner/admin)',
+  params: Type.Object({ slug: Type.String(), id: Type.String() }),
+  response: { 200: Envelope(Invitation), ...authErrors },
+};
+
+export const acceptInvitation = {
+  tags,
+  summary: 'Redeem an invitation token (no API key): joins the workspace and returns a first API key',
+  security: [],
+  body: Type.Object(
+    { token: Type.String({ minLength: 1, maxLength: 128 }), name: Type.Optional(Name) },
+    { additionalProperties: false },
+  ),
+  response: {
+    201: Envelope(
+      Type.Object(
+        {
+          user_id: Type.String(),
+          workspace: Workspace,
+          role: RoleSchema,
+          key: Type.String(),
+          key_prefix: Type.String(),
+          expires_at: Timestamp,
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    400: ErrorEnvelope,
+    404: ErrorEnvelope,
+    409: ErrorEnvelope,
+    429: ErrorEnvelope,
+  },
+};

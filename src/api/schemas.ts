@@ -1,0 +1,48 @@
+import { Type, type TSchema, type TUnsafe } from 'typebox';
+import { ROLES, type Role } from '../domain/roles.js';
+import { SLUG_PATTERN } from '../domain/slug.js';
+
+/**
+ * Building blocks shared by every route schema. A route's schema is the single source of its
+ * validation, its TypeScript types (through the type provider) and its OpenAPI entry.
+ */
+
+/** `{ success: true, data }`: the success envelope around a payload schema. */
+export const Envelope = <T extends TSchema>(data: T) =>
+  Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
+
+export const ErrorEnvelope = Type.Object(
+  { success: Type.Literal(false), error: Type.String({ description: 'One human sentence.' }) },
+  { additionalProperties: false, $id: 'ErrorEnvelope' },
+);
+
+/** A string enum as `{type: string, enum}`: one clear validation error instead of an anyOf of consts. */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}): TUnsafe<T[number]> =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+
+export const RoleSchema = StringEnum(ROLES, { description: 'owner > admin > member' }) as TUnsafe<Role>;
+
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC with milliseconds.' });
+
+export const Slug = Type.String({
+  pattern: SLUG_PATTERN,
+  maxLength: 63,
+  'x-error': 'must be a DNS label: lowercase letters, digits and inner hyphens, at most 63 characters',
+});
+
+export const Name = Type.String({ minLength: 1, maxLength: 100 });
+
+export const Email = Type.String({ format: 'email', maxLength: 254, 'x-error': 'must be a valid e-mail address' });
+
+export const SlugParams = Type.Object({ slug: Type.String() });
+
+/** The statuses every authenticated route can answer with besides its success. */
+export const authErrors = {
+  400: ErrorEnvelope,
+  401: ErrorEnvelope,
+  403: ErrorEnvelope,
+  404: ErrorEnvelope,
+  429: ErrorEnvelope,
+};
+
+export const ok = <T>(data: T): { success: true; data: T } => ({ success: true, data });

@@ -1,0 +1,37 @@
+import { idSource, systemClock, systemRandom } from '../domain/clock.js';
+import { isRole, type Role } from '../domain/roles.js';
+import type { Config } from '../config.js';
+import { createStore } from '../store/db.js';
+import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
+import { findOrCreateUser, normalizeEmail } from '../tenancy/users.js';
+import { iso } from '../domain/clock.js';
+
+export class CliError extends Error {}
+
+/**
+ * `slipway admin create-user`: works on the store directly (the server may be running: SQLite
+ * waits for its write lock), creates the user, adds them to a workspace and prints a key.
+ */
+export async function createUser(config: Config, input: { email: string; workspace: string; role: string; name?: string | undefined }): Promise<{ userId: string; key: string; expiresAt: string }> {
+  if (!/^[^@\s]+@[^@\s]+\.?[^@\s]*$/.test(input.email)) throw new CliError(`--email must be an e-mail address (got "${input.email}").`);
+  if (!isRole(input.role)) throw new CliError(`--role must be one of owner, admin, member (got "${input.role}").`);
+  const role: Role = input.role;
+  const store = await createStore(config.databaseUrl);
+  try {
+    const deps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
+    const keys = new ApiKeyService(deps);
+    return await store.db.transaction().execute(async (trx) => {
+      const ws = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirst();
+      if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
+      const email = normalizeEmail(input.email);
+      const existing = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+      if (existing !== undefined) throw new CliError(`A user with e-mail ${email} already exists.`);
+      const user = await findOrCreateUser(deps, trx, email, input.name);
+      await trx.insertInto('members').values({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(systemClock.now()) }).execute();
+      const key = await keys.issue(trx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
+      return { userId: user.id, key: key.key, expiresAt: key.expires_at };
+    });
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,117 @@
+import { isAbsolute, join, resolve } from 'node:path';
+import { isPostgresUrl } from './store/db.js';
+import type { RateLimit } from './api/rate-limit.js';
+
+/** Where something listens: `:3000` means every interface. */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  listen: ListenAddress;
+  dataDir: string;
+  databaseUrl: string;
+  routerListen: ListenAddress;
+  appsDomain: string;
+  gitBaseUrl: string;
+  secretKeyFile: string;
+  logLevel: string;
+  rateLimit: RateLimit;
+  anonymousRateLimit: RateLimit;
+  adminEmail: string;
+}
+
+/**
+ * Every setting: its flag, its environment variable and its default. The CLI, the validation
+ * and docs/configuration.md are all read from this one table (a test checks the docs).
+ */
+export const SETTINGS = [
+  { flag: 'listen', env: 'SLIPWAY_LISTEN', def: ':3000', help: 'address of the REST + WebSocket API, `[host]:port`' },
+  { flag: 'data-dir', env: 'SLIPWAY_DATA_DIR', def: './data', help: 'directory for the SQLite store, the secret key and the bootstrap key' },
+  { flag: 'database-url', env: 'SLIPWAY_DATABASE_URL', def: '', help: 'control-plane store: `postgres://…` selects PostgreSQL; empty means SQLite at `<data-dir>/slipway.db`' },
+  { flag: 'router-listen', env: 'SLIPWAY_ROUTER_LISTEN', def: ':8000', help: 'address of the HTTP router that serves the deployed apps' },
+  { flag: 'apps-domain', env: 'SLIPWAY_APPS_DOMAIN', def: 'localhost', help: 'apps get `<project>-<workspace>.<apps-domain>`' },
+  { flag: 'git-base-url', env: 'SLIPWAY_GIT_BASE_URL', def: 'https://github.com', help: 'where `owner/repo` is cloned from (`file://…` for local paths)' },
+  { flag: 'secret-key-file', env: 'SLIPWAY_SECRET_KEY_FILE', def: '', help: '32-byte key that encrypts secrets at rest; generated on first start; empty means `<data-dir>/secret.key`' },
+  { flag: 'log-level', env: 'SLIPWAY_LOG_LEVEL', def: 'info', help: 'one of fatal, error, warn, info, debug, trace, silent' },
+  { flag: 'rate-limit', env: 'SLIPWAY_RATE_LIMIT', def: '20', help: 'requests per second per API key (token bucket refill rate)' },
+  { flag: 'rate-limit-burst', env: 'SLIPWAY_RATE_LIMIT_BURST', def: '100', help: 'requests an API key may send at once (bucket size)' },
+  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept)' },
+  { flag: 'anonymous-rate-limit-burst', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT_BURST', def: '20', help: 'burst for requests without a valid key' },
+  { flag: 'admin-email', env: 'SLIPWAY_ADMIN_EMAIL', def: 'admin@localhost', help: 'e-mail of the owner created on first start' },
+] as const;
+
+export type SettingName = (typeof SETTINGS)[number]['flag'];
+export type RawSettings = Partial<Record<SettingName, string>>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Flags win over `SLIPWAY_*` variables, which win over defaults. All problems are reported at once. */
+export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
+  const problems: string[] = [];
+  const raw = (name: SettingName): string => {
+    const s = SETTINGS.find((x) => x.flag === name);
+    if (s === undefined) throw new Error(`unknown setting ${name}`);
+    return flags[name] ?? env[s.env] ?? s.def;
+  };
+  const where = (name: SettingName) => {
+    const s = SETTINGS.find((x) => x.flag === name);
+    return flags[name] !== undefined ? `--${name}` : `${s?.env ?? name}`;
+  };
+
+  const address = (name: SettingName): ListenAddress => {
+    const value = raw(name);
+    const m = /^(.*):(\d{1,5})$/.exec(value);
+    const port = m === null ? NaN : Number(m[2]);
+    if (m === null || port > 65535) {
+      problems.push(`${where(name)} must be [host]:port, like :3000 or 127.0.0.1:3000 (got "${value}").`);
+      return { host: '0.0.0.0', port: 0 };
+    }
+    const host = (m[1] ?? '').replace(/^\[(.*)\]$/, '$1');
+    return { host: host === '' ? '0.0.0.0' : host, port };
+  };
+  const positive = (name: SettingName): number => {
+    const n = Number(raw(name));
+    if (!Number.isFinite(n) || n <= 0) problems.push(`${where(name)} must be a positive number (got "${raw(name)}").`);
+    return n;
+  };
+
+  const dataDir = resolve(cwd, raw('data-dir'));
+  const databaseUrl = raw('database-url') === '' ? join(dataDir, 'slipway.db') : raw('database-url');
+  if (/^[a-z]+:\/\//.test(databaseUrl) && !isPostgresUrl(databaseUrl)) {
+    problems.push(`${where('database-url')} must be a postgres:// URL or an SQLite file path (got a ${databaseUrl.split(':')[0] ?? ''} URL).`);
+  }
+  const secret = raw('secret-key-file');
+  const gitBaseUrl = raw('git-base-url').replace(/\/+$/, '');
+  if (!/^(https?|file):\/\//.test(gitBaseUrl)) problems.push(`${where('git-base-url')} must be an http(s):// or file:// URL.`);
+  const appsDomain = raw('apps-domain').toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(appsDomain)) problems.push(`${where('apps-domain')} must be a host name.`);
+  const logLevel = raw('log-level');
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`${where('log-level')} must be one of ${LOG_LEVELS.join(', ')}.`);
+  const adminEmail = raw('admin-email');
+  if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
+
+  const config: Config = {
+    listen: address('listen'),
+    dataDir,
+    databaseUrl,
+    routerListen: address('router-listen'),
+    appsDomain,
+    gitBaseUrl,
+    secretKeyFile: secret === '' ? join(dataDir, 'secret.key') : isAbsolute(secret) ? secret : resolve(cwd, secret),
+    logLevel,
+    rateLimit: { rate: positive('rate-limit'), burst: positive('rate-limit-burst') },
+    anonymousRateLimit: { rate: positive('anonymous-rate-limit'), burst: positive('anonymous-rate-limit-burst') },
+    adminEmail,
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,15 @@
+/** A DNS label: what every slug must be, so that it can name networks, hosts and namespaces. */
+export const SLUG_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
+const SLUG_RE = new RegExp(SLUG_PATTERN);
+
+export const isSlug = (value: string): boolean => SLUG_RE.test(value);
+
+/** Project, database and template slugs derive from their name: lowercase, non-alnum → `-`. */
+export function slugify(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/g, '');
+}

@@ -1,0 +1,92 @@
+import { Command, Option } from 'commander';
+import { createUser, CliError } from './cli/admin.js';
+import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
+import { startServer, VERSION } from './server.js';
+
+const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
+
+function withSettings(cmd: Command): Command {
+  for (const s of SETTINGS) {
+    cmd.addOption(new Option(`--${s.flag} <value>`, `${s.help} (env ${s.env}, default "${s.def}")`));
+  }
+  return cmd;
+}
+
+function rawSettings(opts: Record<string, unknown>): RawSettings {
+  const out: RawSettings = {};
+  for (const s of SETTINGS) {
+    const v = opts[camel(s.flag)];
+    if (typeof v === 'string') out[s.flag] = v;
+  }
+  return out;
+}
+
+function fail(err: unknown): never {
+  if (err instanceof ConfigError || err instanceof CliError) {
+    process.stderr.write(`slipway: ${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+}
+
+const program = new Command('slipway').description('Self-hostable deployment platform').version(VERSION);
+
+withSettings(program.command('serve').description('start the API (and, in later versions, the router and workers)')).action(
+  async (opts: Record<string, unknown>) => {
+    let running;
+    try {
+      running = await startServer(resolveConfig(rawSettings(opts), process.env));
+    } catch (err) {
+      fail(err);
+    }
+    const { bootstrapped, url } = running;
+    if (bootstrapped !== null) {
+      process.stdout.write(
+        [
+          '',
+          `Slipway bootstrapped: owner ${bootstrapped.email}, workspace "${bootstrapped.workspace}".`,
+          `API key (shown once; also saved to ${bootstrapped.keyFile}):`,
+          `  ${bootstrapped.key}`,
+          `Try: curl -H "X-API-Key: $(cat ${bootstrapped.keyFile})" ${url.replace('0.0.0.0', '127.0.0.1')}/api/workspaces`,
+          '',
+        ].join('\n') + '\n',
+      );
+    }
+    const stop = (signal: string) => {
+      running.app.log.info({ signal }, 'shutting down');
+      running.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.once('SIGTERM', () => { stop('SIGTERM'); });
+    process.once('SIGINT', () => { stop('SIGINT'); });
+  },
+);
+
+const admin = program.command('admin').description('operate on the store directly');
+withSettings(
+  admin
+    .command('create-user')
+    .description('create a user, add them to a workspace and print an API key for them')
+    .requiredOption('--email <email>', 'e-mail of the new user')
+    .option('--name <name>', 'display name (default: the part before @)')
+    .option('--workspace <slug>', 'workspace to join', 'default')
+    .option('--role <role>', 'owner, admin or member', 'member'),
+).action(async (opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const r = await createUser(config, {
+      email: String(opts['email']),
+      workspace: String(opts['workspace']),
+      role: String(opts['role']),
+      name: typeof opts['name'] === 'string' ? opts['name'] : undefined,
+    });
+    process.stdout.write(`${r.key}\n`);
+    process.stderr.write(`Created user ${r.userId}; the key expires at ${r.expiresAt}.\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
+await program.parseAsync(process.argv);

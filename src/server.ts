@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { buildApp, type App } from './api/app.js';
+import { bootstrap, type Bootstrapped } from './bootstrap.js';
+import type { Config } from './config.js';
+import { idSource, systemClock, systemRandom } from './domain/clock.js';
+import { loadOrCreateSecretKey } from './secret-key.js';
+import { createStore, type Store } from './store/db.js';
+import type { TenancyDeps } from './tenancy/context.js';
+
+export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface Running {
+  app: App;
+  store: Store;
+  url: string;
+  bootstrapped: Bootstrapped | null;
+  close(): Promise<void>;
+}
+
+/** The composition root of `slipway serve`: every adapter is built here and injected. */
+export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
+  const store = await createStore(config.databaseUrl);
+  try {
+    loadOrCreateSecretKey(config.secretKeyFile, systemRandom);
+    const deps: TenancyDeps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
+    const { app, services } = await buildApp({
+      ...deps,
+      rateLimit: config.rateLimit,
+      anonymousRateLimit: config.anonymousRateLimit,
+      log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
+      version: VERSION,
+    });
+    const bootstrapped = await bootstrap(deps, services.apiKeys, { adminEmail: config.adminEmail, dataDir: config.dataDir });
+    const url = await app.listen({ host: config.listen.host, port: config.listen.port });
+    return {
+      app,
+      store,
+      url,
+      bootstrapped,
+      close: async () => {
+        await app.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}

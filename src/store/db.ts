@@ -1,0 +1,75 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Dialect } from './dialects.js';
+import { migrationProvider } from './migrations/index.js';
+import type { DB } from './schema.js';
+
+export interface Store {
+  readonly db: Kysely<DB>;
+  readonly dialect: Dialect;
+  /** Where the data lives, without credentials, for logs. */
+  readonly description: string;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url);
+
+/** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */
+export async function createStore(url: string): Promise<Store> {
+  const store = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''));
+  await migrate(store);
+  return store;
+}
+
+function openSqlite(file: string): Store {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const database = new SQLite(file);
+  // WAL lets readers proceed during a write; busy_timeout waits instead of failing when another
+  // process (the `slipway admin` command) holds the write lock; foreign keys are off by default.
+  database.pragma('journal_mode = WAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  database.pragma('synchronous = NORMAL');
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    description: `sqlite:${file}`,
+    ping: async () => {
+      await db.selectFrom('users').select('id').limit(1).execute();
+    },
+    close: () => db.destroy(),
+  };
+}
+
+function openPostgres(url: string): Store {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client that loses its server emits 'error' on the pool; without a listener that
+  // would crash the process. The next query reports the failure instead.
+  pool.on('error', () => undefined);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const safe = new URL(url);
+  safe.password = '';
+  return {
+    db,
+    dialect: 'postgres',
+    description: safe.toString(),
+    ping: async () => {
+      await db.selectFrom('users').select('id').limit(1).execute();
+    },
+    close: () => db.destroy(),
+  };
+}
+
+async function migrate(store: Store): Promise<void> {
+  const migrator = new Migrator({ db: store.db, provider: migrationProvider(store.dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`Store migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

@@ -1,0 +1,27 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import type { Dialect } from '../dialects.js';
+import * as m20261121T000000 from './2026-11-21T000000-tenancy.js';
+
+interface DialectMigration {
+  up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
+}
+
+/**
+ * Ordered, append-only. Static imports (no FileMigrationProvider) so a bundled build still finds
+ * them; the dialect is passed in because a migration cannot detect it (kysely #1191).
+ */
+const ALL: Record<string, DialectMigration> = {
+  '2026-11-21T000000-tenancy': m20261121T000000,
+};
+
+export function migrationProvider(dialect: Dialect): MigrationProvider {
+  return {
+    getMigrations() {
+      const out: Record<string, Migration> = {};
+      for (const [name, m] of Object.entries(ALL)) {
+        out[name] = { up: (db) => m.up(db, dialect) };
+      }
+      return Promise.resolve(out);
+    },
+  };
+}
