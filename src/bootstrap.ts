@@ -1,9 +1,10 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openWallet } from './billing/wallet.service.js';
 import { iso } from './domain/clock.js';
 import { isUniqueViolation } from './store/dialects.js';
 import { MAX_KEY_DAYS, type ApiKeyService } from './tenancy/api-keys.service.js';
-import type { TenancyDeps } from './tenancy/context.js';
+import type { Deps } from './deps.js';
 import { findOrCreateUser } from './tenancy/users.js';
 import { DEFAULT_SETTINGS } from './tenancy/views.js';
 
@@ -22,7 +23,7 @@ export interface Bootstrapped {
  * null when the store already has users (or another replica bootstrapped it first).
  */
 export async function bootstrap(
-  deps: TenancyDeps,
+  deps: Deps,
   keys: ApiKeyService,
   opts: { adminEmail: string; dataDir: string },
 ): Promise<Bootstrapped | null> {
@@ -39,6 +40,7 @@ export async function bootstrap(
         .values({ id: workspaceId, name: 'Default', slug: BOOTSTRAP_WORKSPACE, settings: JSON.stringify(DEFAULT_SETTINGS), created_at: now, updated_at: now })
         .execute();
       await trx.insertInto('members').values({ workspace_id: workspaceId, user_id: user.id, role: 'owner', joined_at: now }).execute();
+      await openWallet(deps, trx, workspaceId);
       const created = await keys.issue(trx, { userId: user.id, workspaceId, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
       return created.key;
     });

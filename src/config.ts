@@ -20,6 +20,10 @@ export interface Config {
   rateLimit: RateLimit;
   anonymousRateLimit: RateLimit;
   adminEmail: string;
+  startingCredit: number;
+  currency: string;
+  /** proxies whose X-Forwarded-For names the client (for per-address limits and logs) */
+  trustProxy: string[];
 }
 
 /**
@@ -40,6 +44,9 @@ export const SETTINGS = [
   { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept)' },
   { flag: 'anonymous-rate-limit-burst', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT_BURST', def: '20', help: 'burst for requests without a valid key' },
   { flag: 'admin-email', env: 'SLIPWAY_ADMIN_EMAIL', def: 'admin@localhost', help: 'e-mail of the owner created on first start' },
+  { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
+  { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
+  { flag: 'trust-proxy', env: 'SLIPWAY_TRUST_PROXY', def: '', help: 'comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed (empty: none)' },
 ] as const;
 
 export type SettingName = (typeof SETTINGS)[number]['flag'];
@@ -64,7 +71,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
   };
   const where = (name: SettingName) => {
     const s = SETTINGS.find((x) => x.flag === name);
-    return flags[name] !== undefined ? `--${name}` : `${s?.env ?? name}`;
+    return flags[name] !== undefined ? `--${name}` : (s?.env ?? name);
   };
 
   const address = (name: SettingName): ListenAddress => {
@@ -96,6 +103,12 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
   if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(appsDomain)) problems.push(`${where('apps-domain')} must be a host name.`);
   const logLevel = raw('log-level');
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`${where('log-level')} must be one of ${LOG_LEVELS.join(', ')}.`);
+  const startingCredit = Number(raw('starting-credit'));
+  if (!Number.isSafeInteger(startingCredit) || startingCredit < 0) {
+    problems.push(`${where('starting-credit')} must be a whole number of minor units, 0 or more (got "${raw('starting-credit')}").`);
+  }
+  const currency = raw('currency').toUpperCase();
+  if (!/^[A-Z]{3}$/.test(currency)) problems.push(`${where('currency')} must be a three-letter ISO 4217 code like USD.`);
   const adminEmail = raw('admin-email');
   if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
 
@@ -111,6 +124,9 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     rateLimit: { rate: positive('rate-limit'), burst: positive('rate-limit-burst') },
     anonymousRateLimit: { rate: positive('anonymous-rate-limit'), burst: positive('anonymous-rate-limit-burst') },
     adminEmail,
+    startingCredit,
+    currency,
+    trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -4,8 +4,9 @@ import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { idSource, systemClock, systemRandom } from './domain/clock.js';
 import { loadOrCreateSecretKey } from './secret-key.js';
+import { SecretBox } from './secrets/secret-box.js';
 import { createStore, type Store } from './store/db.js';
-import type { TenancyDeps } from './tenancy/context.js';
+import type { Deps } from './deps.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -17,16 +18,34 @@ export interface Running {
   close(): Promise<void>;
 }
 
+/** Every service's dependencies, from the configuration and an open store. */
+export function createDeps(config: Config, store: Store): Deps {
+  const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
+  return {
+    store,
+    clock: systemClock,
+    random: systemRandom,
+    ids: idSource(systemClock, systemRandom),
+    secrets,
+    platform: {
+      appsDomain: config.appsDomain,
+      routerPort: config.routerListen.port,
+      startingCredit: config.startingCredit,
+      currency: config.currency,
+    },
+  };
+}
+
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
   try {
-    loadOrCreateSecretKey(config.secretKeyFile, systemRandom);
-    const deps: TenancyDeps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
+    const deps = createDeps(config, store);
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
       anonymousRateLimit: config.anonymousRateLimit,
+      trustProxy: config.trustProxy,
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
     });

@@ -5,12 +5,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyLoggerOptions, type FastifyRequest } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import type { Clock, IdSource, Random } from '../domain/clock.js';
-import type { Store } from '../store/db.js';
+import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
-import { errorsPlugin } from './plugins/errors.js';
+import { errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
+import { domainsRoutes } from './routes/domains/domains.routes.js';
+import { envRoutes } from './routes/env/env.routes.js';
+import { uptimeRoutes } from './routes/uptime/uptime.routes.js';
 import { invitationRoutes } from './routes/invitations/invitations.routes.js';
 import { memberRoutes } from './routes/members/members.routes.js';
 import { systemRoutes } from './routes/system/system.routes.js';
@@ -19,15 +21,13 @@ import { ErrorEnvelope } from './schemas.js';
 import { createServices, type Services } from './services.js';
 import { describeValidationError, validatorCompiler } from './validation.js';
 
-export interface AppDeps {
-  store: Store;
-  clock: Clock;
-  random: Random;
-  ids: IdSource;
+export interface AppDeps extends Deps {
   rateLimit: RateLimit;
   /** Requests from one client address without a valid key (failed auth, invitation accept). */
   anonymousRateLimit: RateLimit;
   log: { level: string; stream?: Writable };
+  /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
+  trustProxy?: string[];
   version: string;
 }
 
@@ -62,9 +62,13 @@ export async function buildApp(deps: AppDeps) {
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => requestId(req.headers['x-request-id']),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Fastify's own 503 while closing is not our envelope; in-flight and keep-alive requests
+    // are simply served until the server has closed.
+    return503OnClosing: false,
+    trustProxy: deps.trustProxy !== undefined && deps.trustProxy.length > 0 ? deps.trustProxy : false,
     schemaErrorFormatter: (errors, part) => new Error(describeValidationError(errors, part)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler());
@@ -112,6 +116,9 @@ export async function buildApp(deps: AppDeps) {
   await app.register(memberRoutes, { services });
   await app.register(invitationRoutes, { services });
   await app.register(apiKeyRoutes, { services });
+  await app.register(envRoutes, { services });
+  await app.register(domainsRoutes, { services });
+  await app.register(uptimeRoutes, { services });
 
   return { app, services: services satisfies Services };
 }

@@ -31,7 +31,8 @@ export class TokenBuckets {
   take(key: string): number {
     const now = this.clock.now().getTime();
     const b = this.buckets.get(key) ?? { tokens: this.limit.burst, at: now };
-    b.tokens = Math.min(this.limit.burst, b.tokens + ((now - b.at) / 1000) * this.limit.rate);
+    // A wall clock can step backwards; that must never drain a bucket.
+    b.tokens = Math.min(this.limit.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.limit.rate);
     b.at = now;
     if (!this.buckets.has(key)) {
       if (this.buckets.size >= MAX_TRACKED) this.prune(now);
@@ -46,7 +47,7 @@ export class TokenBuckets {
 
   private prune(now: number): void {
     for (const [k, b] of this.buckets) {
-      if (b.tokens + ((now - b.at) / 1000) * this.limit.rate >= this.limit.burst) this.buckets.delete(k);
+      if (b.tokens + (Math.max(0, now - b.at) / 1000) * this.limit.rate >= this.limit.burst) this.buckets.delete(k);
     }
   }
 }

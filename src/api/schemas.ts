@@ -20,7 +20,7 @@ export const ErrorEnvelope = Type.Object(
 export const StringEnum = <const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}): TUnsafe<T[number]> =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
-export const RoleSchema = StringEnum(ROLES, { description: 'owner > admin > member' }) as TUnsafe<Role>;
+export const RoleSchema: TUnsafe<Role> = StringEnum(ROLES, { description: 'owner > admin > member' });
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC with milliseconds.' });
 

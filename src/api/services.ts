@@ -1,5 +1,9 @@
+import { WalletService } from '../billing/wallet.service.js';
+import { DomainService } from '../domains/domains.service.js';
+import { EnvService } from '../env/env.service.js';
+import { UptimeService } from '../uptime/uptime.service.js';
 import { ApiKeyService } from '../tenancy/api-keys.service.js';
-import type { TenancyDeps } from '../tenancy/context.js';
+import type { Deps } from '../deps.js';
 import { InvitationService } from '../tenancy/invitations.service.js';
 import { MemberService } from '../tenancy/members.service.js';
 import { WorkspaceService } from '../tenancy/workspaces.service.js';
@@ -10,14 +14,22 @@ export interface Services {
   workspaces: WorkspaceService;
   members: MemberService;
   invitations: InvitationService;
+  wallets: WalletService;
+  envVars: EnvService;
+  domains: DomainService;
+  uptime: UptimeService;
 }
 
-export function createServices(deps: TenancyDeps): Services {
+export function createServices(deps: Deps): Services {
   const apiKeys = new ApiKeyService(deps);
   return {
     apiKeys,
     workspaces: new WorkspaceService(deps),
     members: new MemberService(deps),
     invitations: new InvitationService(deps, apiKeys),
+    wallets: new WalletService(deps),
+    envVars: new EnvService(deps),
+    domains: new DomainService(deps),
+    uptime: new UptimeService(deps),
   };
 }

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
@@ -28,7 +28,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const coercingAjv = makeAjv(true);
   return ({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-    return ajv.compile(schema as object) as ValidateFunction;
+    return ajv.compile(schema as object);
   };
 }
 
@@ -53,7 +53,8 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
   if (typeof custom === 'string' && !['required', 'additionalProperties', 'type'].includes(e.keyword)) {
     return `${subject} ${custom}.`;
   }
-  const p = e.params as Record<string, unknown>;
+  const p = e.params as Record<string, string | number | undefined>;
+  const limit = String(p['limit']);
   switch (e.keyword) {
     case 'required':
       return `${child(String(p['missingProperty']))} is required.`;
@@ -65,25 +66,25 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
       return `${subject} must be ${article} ${t === 'object' ? 'JSON object' : t}.`;
     }
     case 'minLength':
-      return Number(p['limit']) === 1 ? `${subject} must not be empty.` : `${subject} must be at least ${p['limit']} characters long.`;
+      return Number(p['limit']) === 1 ? `${subject} must not be empty.` : `${subject} must be at least ${limit} characters long.`;
     case 'maxLength':
-      return `${subject} must be at most ${p['limit']} characters long.`;
+      return `${subject} must be at most ${limit} characters long.`;
     case 'minimum':
-      return `${subject} must be at least ${p['limit']}.`;
+      return `${subject} must be at least ${limit}.`;
     case 'maximum':
-      return `${subject} must be at most ${p['limit']}.`;
+      return `${subject} must be at most ${limit}.`;
     case 'enum':
-      return `${subject} must be one of ${(p['allowedValues'] as unknown[]).map(String).join(', ')}.`;
+      return `${subject} must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues).map(String).join(', ')}.`;
     case 'const':
-      return `${subject} must be ${JSON.stringify(p['allowedValue'])}.`;
+      return `${subject} must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}.`;
     case 'format':
       return `${subject} must be a valid ${String(p['format'])}.`;
     case 'pattern':
       return `${subject} has an invalid format.`;
     case 'minProperties':
-      return `${subject} must name at least ${p['limit']} field${Number(p['limit']) === 1 ? '' : 's'}.`;
+      return `${subject} must name at least ${limit} field${Number(p['limit']) === 1 ? '' : 's'}.`;
     case 'maxProperties':
-      return `${subject} must have at most ${p['limit']} fields.`;
+      return `${subject} must have at most ${limit} fields.`;
     default:
       return `${subject} ${e.message ?? 'is invalid'}.`;
   }

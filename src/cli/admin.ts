@@ -1,4 +1,5 @@
-import { idSource, systemClock, systemRandom } from '../domain/clock.js';
+import { systemClock } from '../domain/clock.js';
+import { createDeps } from '../server.js';
 import { isRole, type Role } from '../domain/roles.js';
 import type { Config } from '../config.js';
 import { createStore } from '../store/db.js';
@@ -18,7 +19,7 @@ export async function createUser(config: Config, input: { email: string; workspa
   const role: Role = input.role;
   const store = await createStore(config.databaseUrl);
   try {
-    const deps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
+    const deps = createDeps(config, store);
     const keys = new ApiKeyService(deps);
     return await store.db.transaction().execute(async (trx) => {
       const ws = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirst();

@@ -70,6 +70,6 @@ async function migrate(store: Store): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   if (error !== undefined) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new Error(`Store migration ${failed} failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`Store migration ${failed} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
   }
 }

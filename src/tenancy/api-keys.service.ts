@@ -4,7 +4,8 @@ import { forbidden, notFound, unauthorized } from '../domain/errors.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from '../domain/keys.js';
 import { atLeast } from '../domain/roles.js';
 import type { DB } from '../store/schema.js';
-import type { Access, Caller, TenancyDeps } from './context.js';
+import type { Access, Caller } from './context.js';
+import type { Deps } from '../deps.js';
 import { apiKeyView, type ApiKeyView } from './views.js';
 
 export const DEFAULT_KEY_DAYS = 90;
@@ -17,7 +18,7 @@ export interface CreatedKey extends ApiKeyView {
 }
 
 export class ApiKeyService {
-  constructor(private readonly deps: TenancyDeps) {}
+  constructor(private readonly deps: Deps) {}
 
   /** Mint a key for a user, listed under a workspace. Only the digest is stored. */
   async issue(

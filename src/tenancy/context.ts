@@ -1,15 +1,5 @@
-import type { Clock, IdSource, Random } from '../domain/clock.js';
 import type { Role } from '../domain/roles.js';
-import type { Store } from '../store/db.js';
 import type { UsersTable, WorkspacesTable } from '../store/schema.js';
-
-/** What every tenancy service needs, injected. */
-export interface TenancyDeps {
-  store: Store;
-  clock: Clock;
-  random: Random;
-  ids: IdSource;
-}
 
 export type UserRow = UsersTable;
 export type WorkspaceRow = WorkspacesTable;

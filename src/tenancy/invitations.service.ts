@@ -2,9 +2,11 @@ import { addDays, iso } from '../domain/clock.js';
 import { conflict, forbidden, notFound } from '../domain/errors.js';
 import { INVITATION_TOKEN_PATTERN, newInvitationToken, sha256Hex } from '../domain/keys.js';
 import type { Role } from '../domain/roles.js';
+import { lockClause } from '../store/dialects.js';
 import type { ApiKeyService } from './api-keys.service.js';
 import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
-import type { Access, TenancyDeps } from './context.js';
+import type { Access } from './context.js';
+import type { Deps } from '../deps.js';
 import { findOrCreateUser, normalizeEmail } from './users.js';
 import { invitationView, workspaceView, type InvitationView, type WorkspaceView } from './views.js';
 
@@ -28,7 +30,7 @@ const gone = () => notFound('Invitation');
 
 export class InvitationService {
   constructor(
-    private readonly deps: TenancyDeps,
+    private readonly deps: Deps,
     private readonly keys: ApiKeyService,
   ) {}
 
@@ -106,7 +108,14 @@ export class InvitationService {
     const digest = sha256Hex(input.token);
     const now = this.deps.clock.now();
     return this.deps.store.db.transaction().execute(async (trx) => {
-      const inv = await trx.selectFrom('invitations').selectAll().where('token_hash', '=', digest).executeTakeFirst();
+      // Concurrent redemptions of one token queue on its row (PostgreSQL); SQLite runs one
+      // writing transaction at a time anyway.
+      const inv = await trx
+        .selectFrom('invitations')
+        .selectAll()
+        .where('token_hash', '=', digest)
+        .$if(lockClause(this.deps.store.dialect), (q) => q.forUpdate())
+        .executeTakeFirst();
       if (inv?.status !== 'pending' || inv.expires_at <= iso(now)) throw gone();
       const workspace = await trx.selectFrom('workspaces').selectAll().where('id', '=', inv.workspace_id).executeTakeFirstOrThrow();
       const user = await findOrCreateUser(this.deps, trx, inv.email, input.name);

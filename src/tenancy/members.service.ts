@@ -4,11 +4,12 @@ import { conflict, forbidden, notFound } from '../domain/errors.js';
 import { atLeast, type Role } from '../domain/roles.js';
 import { lockClause } from '../store/dialects.js';
 import type { DB } from '../store/schema.js';
-import type { Access, TenancyDeps } from './context.js';
+import type { Access } from './context.js';
+import type { Deps } from '../deps.js';
 import type { MemberView } from './views.js';
 
 export class MemberService {
-  constructor(private readonly deps: TenancyDeps) {}
+  constructor(private readonly deps: Deps) {}
 
   async list(access: Access): Promise<MemberView[]> {
     return this.members(this.deps.store.db, access.workspace.id);
@@ -33,11 +34,11 @@ export class MemberService {
 
   async updateRole(access: Access, userId: string, role: Role): Promise<MemberView> {
     return this.deps.store.db.transaction().execute(async (trx) => {
-      await this.lock(trx, access.workspace.id);
+      const current = await this.lockAndRecheck(trx, access);
       const member = await this.find(trx, access.workspace.id, userId);
       if (member === undefined) throw notFound('Member');
-      requireOwnerFor(access, member.role);
-      requireOwnerFor(access, role);
+      requireOwnerFor(current, member.role);
+      requireOwnerFor(current, role);
       if (member.role === 'owner' && role !== 'owner') await this.keepAnOwner(trx, access.workspace.id);
       await trx
         .updateTable('members')
@@ -55,12 +56,12 @@ export class MemberService {
    */
   async remove(access: Access, userId: string): Promise<MemberView> {
     const self = userId === access.caller.user.id;
-    if (!self && !atLeast(access.role, 'admin')) throw forbidden('Only an owner or admin can remove another member.');
     return this.deps.store.db.transaction().execute(async (trx) => {
-      await this.lock(trx, access.workspace.id);
+      const current = await this.lockAndRecheck(trx, access);
+      if (!self && !atLeast(current.role, 'admin')) throw forbidden('Only an owner or admin can remove another member.');
       const member = await this.find(trx, access.workspace.id, userId);
       if (member === undefined) throw notFound('Member');
-      if (!self) requireOwnerFor(access, member.role);
+      if (!self) requireOwnerFor(current, member.role);
       if (member.role === 'owner') await this.keepAnOwner(trx, access.workspace.id);
       await trx.deleteFrom('members').where('workspace_id', '=', access.workspace.id).where('user_id', '=', userId).execute();
       await trx
@@ -82,9 +83,17 @@ export class MemberService {
     return memberQuery(db, workspaceId).where('members.user_id', '=', userId).executeTakeFirst();
   }
 
-  private async lock(db: Kysely<DB>, workspaceId: string): Promise<void> {
-    if (!lockClause(this.deps.store.dialect)) return;
-    await db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
+  /**
+   * Take the workspace's membership lock, then read the caller's role again: the role the auth
+   * hook saw may have changed in a transaction that committed since.
+   */
+  private async lockAndRecheck(db: Kysely<DB>, access: Access): Promise<Access> {
+    if (lockClause(this.deps.store.dialect)) {
+      await db.selectFrom('workspaces').select('id').where('id', '=', access.workspace.id).forUpdate().execute();
+    }
+    const me = await this.find(db, access.workspace.id, access.caller.user.id);
+    if (me === undefined) throw notFound('Workspace');
+    return { ...access, role: me.role };
   }
 
   private async keepAnOwner(db: Kysely<DB>, workspaceId: string): Promise<void> {

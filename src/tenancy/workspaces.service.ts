@@ -1,11 +1,13 @@
 import { iso } from '../domain/clock.js';
 import { conflict } from '../domain/errors.js';
+import { openWallet } from '../billing/wallet.service.js';
 import { isUniqueViolation } from '../store/dialects.js';
-import type { Access, Caller, TenancyDeps, WorkspaceRow } from './context.js';
+import type { Access, Caller, WorkspaceRow } from './context.js';
+import type { Deps } from '../deps.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
 
 export class WorkspaceService {
-  constructor(private readonly deps: TenancyDeps) {}
+  constructor(private readonly deps: Deps) {}
 
   /** The creator becomes the workspace's owner, in the same transaction. */
   async create(caller: Caller, input: { name: string; slug: string }): Promise<WorkspaceView> {
@@ -25,6 +27,7 @@ export class WorkspaceService {
           .insertInto('members')
           .values({ workspace_id: row.id, user_id: caller.user.id, role: 'owner', joined_at: now })
           .execute();
+        await openWallet(this.deps, trx, row.id);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`A workspace with slug "${input.slug}" already exists.`);

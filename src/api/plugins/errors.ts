@@ -15,9 +15,17 @@ const FASTIFY_MESSAGES: Record<string, string> = {
 
 const STATUS_CODE = Object.fromEntries(Object.entries(ERROR_STATUS).map(([k, v]) => [v, k])) as Record<number, ErrorCode>;
 
-interface RouteEntry {
+export interface RouteEntry {
   method: string;
+  url: string;
   pattern: RegExp;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every registered route: for 405 answers, and for the tests that no route goes unlisted. */
+    routeTable: RouteEntry[];
+  }
 }
 
 /** Compile a route url (`/api/x/:id`) into a matcher for concrete paths. */
@@ -34,15 +42,25 @@ export function send(reply: FastifyReply, status: number, message: string, heade
 }
 
 /**
+ * Errors Fastify's router raises before any route or hook runs (a malformed or over-long path
+ * segment): given to the server as its `frameworkErrors` option so they get the envelope too.
+ */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void send(reply, 414, 'A segment of the request path is too long.');
+  else void send(reply, 400, FASTIFY_MESSAGES[err.code] ?? 'The request path is not valid.');
+}
+
+/**
  * The one map from error to HTTP status and envelope. Domain errors carry their code; Fastify's
  * validation and parsing errors become 400/413/415; anything else is a 500 whose detail stays
  * in the server log.
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   const routes: RouteEntry[] = [];
+  app.decorate('routeTable', routes);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) routes.push({ method: method.toUpperCase(), pattern: matcher(route.url) });
+    for (const method of methods) routes.push({ method: method.toUpperCase(), url: route.url, pattern: matcher(route.url) });
   });
 
   app.setErrorHandler((err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {

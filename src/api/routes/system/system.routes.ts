@@ -19,7 +19,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<{ store: Store; metrics: Re
     '/readyz',
     {
       schema: { tags, summary: 'Readiness: the store answers', security: [], response: { 200: Status, 503: ErrorEnvelope } },
-      config: { public: true },
+      config: { probe: true },
     },
     async (req, reply) => {
       try {

@@ -51,7 +51,7 @@ export const updateWorkspace = {
   summary: 'Rename a workspace or change its settings (owner)',
   params: SlugParams,
   body: Type.Object(
-    { name: Type.Optional(Name), settings: Type.Optional(Type.Partial(WorkspaceSettings)) },
+    { name: Type.Optional(Name), settings: Type.Optional(Type.Partial(WorkspaceSettings, { additionalProperties: false })) },
     { additionalProperties: false, minProperties: 1 },
   ),
   response: { 200: Envelope(Workspace), ...authErrors },

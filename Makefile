@@ -1,0 +1,33 @@
+# The two commands a newcomer runs: `make run` and `make test`.
+SHELL := /bin/bash
+NODE_MODULES_STAMP := node_modules/.package-lock.json
+
+.PHONY: run build install test typecheck lint clean
+
+$(NODE_MODULES_STAMP): package-lock.json package.json
+	npm ci --no-audit --no-fund
+	@touch $(NODE_MODULES_STAMP)
+
+install: $(NODE_MODULES_STAMP)
+
+build: install
+	npx tsc -p tsconfig.build.json
+	@chmod +x bin/slipway
+
+## Start Slipway on the embedded default (SQLite in ./data, local Docker); prints the bootstrap key on first start.
+run: build
+	./bin/slipway serve
+
+typecheck: install
+	npx tsc -p tsconfig.json --noEmit
+
+lint: install
+	npx eslint .
+
+## Install what the tests need, type-check, lint and run the whole suite; ends with "N passed, N failed".
+test: build typecheck lint
+	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
+	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
+
+clean:
+	rm -rf dist test-results .test-env

@@ -1,0 +1,6 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+
+export const envRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (_app, _opts) => {
+  // routes come with the env work
+};

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { uuidv7 } from './clock.js';
+import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from './keys.js';
+import { allows, atLeast } from './roles.js';
+import { isSlug, slugify } from './slug.js';
+
+const fixed = (ms: number) => ({ now: () => new Date(ms) });
+const counting = () => {
+  let i = 0;
+  return { bytes: (n: number) => Buffer.alloc(n, i++) };
+};
+
+describe('ids and keys', () => {
+  it('makes UUIDv7 ids that carry their time and sort by it', () => {
+    const random = counting();
+    const a = uuidv7(fixed(1_700_000_000_000), random);
+    const b = uuidv7(fixed(1_700_000_000_001), random);
+    expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(a.replace(/-/g, '').slice(0, 12), 16)).toBe(1_700_000_000_000);
+    expect(a < b).toBe(true);
+  });
+
+  it('makes keys in the spec format with a display prefix', () => {
+    const key = newApiKey({ bytes: (n) => Buffer.alloc(n, 0xab) });
+    expect(key).toBe(`svc_sk_${'ab'.repeat(20)}`);
+    expect(API_KEY_PATTERN.test(key)).toBe(true);
+    expect(displayPrefix(key)).toBe('svc_sk_ababab...');
+  });
+
+  it('compares digests in constant time and only when lengths match', () => {
+    const d = sha256Hex('x');
+    expect(digestsEqual(d, sha256Hex('x'))).toBe(true);
+    expect(digestsEqual(d, sha256Hex('y'))).toBe(false);
+    expect(digestsEqual(d, 'ab')).toBe(false);
+  });
+});
+
+describe('roles', () => {
+  it('orders owner > admin > member', () => {
+    expect(atLeast('owner', 'admin')).toBe(true);
+    expect(atLeast('admin', 'owner')).toBe(false);
+    expect(allows('member', 'workspace.operate')).toBe(true);
+    expect(allows('member', 'members.manage')).toBe(false);
+    expect(allows('admin', 'billing.manage')).toBe(true);
+    expect(allows('admin', 'workspace.own')).toBe(false);
+  });
+});
+
+describe('slugs', () => {
+  it.each([
+    ['My App', 'my-app'],
+    ['  Hello__World!! ', 'hello-world'],
+    ['Ünïcode', 'n-code'],
+    ['a'.repeat(80), 'a'.repeat(63)],
+  ])('slugify(%j) = %j', (name, slug) => {
+    expect(slugify(name)).toBe(slug);
+    expect(isSlug(slug)).toBe(true);
+  });
+
+  it('rejects what is not a DNS label', () => {
+    for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a'.repeat(64)]) expect(isSlug(bad)).toBe(false);
+  });
+});

@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+
+describe('errors, limits and observability', () => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite', { rateLimit: { rate: 1, burst: 5 }, anonymousRateLimit: { rate: 1, burst: 3 } });
+    w = await makeWorkspace(s);
+  });
+  afterAll(async () => s.close());
+
+  it('answers an unknown route with 404 and a wrong method with 405 and Allow', async () => {
+    const missing = await s.request('GET', '/api/nothing-here', { key: w.owner.key });
+    expect(missing).toMatchObject({ status: 404, body: { success: false, error: 'No route matches GET /api/nothing-here.' } });
+    const wrong = await s.request('PATCH', `/api/workspaces/${w.slug}`, { key: w.owner.key });
+    expect(wrong.status).toBe(405);
+    expect(wrong.body.success).toBe(false);
+    expect(wrong.headers.get('allow')?.split(', ').sort()).toEqual(['DELETE', 'GET', 'HEAD', 'PUT']);
+  });
+
+  it('answers malformed and over-long paths with the envelope', async () => {
+    const long = await s.request('GET', `/api/workspaces/${'a'.repeat(300)}`, { key: w.owner.key });
+    expect(long).toMatchObject({ status: 414, body: { success: false, error: 'A segment of the request path is too long.' } });
+    const bad = await s.request('GET', '/api/workspaces/%E0%A4%A', { key: w.owner.key });
+    expect(bad).toMatchObject({ status: 400, body: { success: false, error: 'The request path is not valid.' } });
+  });
+
+  it('rejects a body over 1 MiB with 413', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024), slug: 'big' });
+    const r = await s.request('POST', '/api/workspaces', { key: w.admin.key, raw: big, headers: { 'content-type': 'application/json' } });
+    expect(r).toMatchObject({ status: 413, body: { success: false, error: 'The request body is larger than the 1 MiB limit.' } });
+  });
+
+  it.each([
+    ['{"name": ', 'application/json', 400, 'The request body is not valid JSON.'],
+    ['', 'application/json', 400, 'The request body is empty; send a JSON object.'],
+    ['name=x', 'application/x-www-form-urlencoded', 415, 'The request body must be sent as application/json.'],
+  ])('rejects the body %j (%s) with %i', async (raw, type, status, message) => {
+    const r = await s.request('POST', '/api/workspaces', { key: w.member.key, raw, headers: { 'content-type': type } });
+    expect(r).toMatchObject({ status, body: { success: false, error: message } });
+  });
+
+  it('limits each key with a token bucket: 429 with Retry-After', async () => {
+    const key = (await makeWorkspace(s)).owner.key;
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 8; i++) {
+      const r = await s.request('GET', '/api/workspaces', { key });
+      statuses.push(r.status);
+      if (r.status === 429) {
+        retryAfter = r.headers.get('retry-after');
+        expect(r.body).toEqual({ success: false, error: expect.stringMatching(/^Too many requests; retry in \d+ seconds?\.$/) });
+      }
+    }
+    expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(statuses.slice(5)).toContain(429);
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+    // Another key is not affected.
+    expect((await s.request('GET', '/api/workspaces', { key: w.member.key })).status).toBe(200);
+  });
+
+  it('limits guessing: failed authentications from one address reach 429', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await s.request('GET', '/api/workspaces', { key: `svc_sk_${i.toString().repeat(40)}` })).status);
+    }
+    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    expect(statuses).toContain(429);
+  });
+
+  it('gives every response a request id, taking a sane one from the caller', async () => {
+    const mine = await s.request('GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } });
+    expect(mine.headers.get('x-request-id')).toBe('trace-123');
+    const made = await s.request('GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(s.logs.some((l) => l.includes('"reqId":"trace-123"'))).toBe(true);
+  });
+
+  it('writes structured JSON logs without API keys or tokens', async () => {
+    const key = w.admin.key;
+    await s.request('GET', `/api/workspaces/${w.slug}?api_key=${key}`, { key });
+    const inv = await s.request<{ token: string }>('POST', `/api/workspaces/${w.slug}/invitations`, {
+      key: w.owner.key,
+      body: { email: 'logged@example.com', role: 'member' },
+    });
+    await s.request('POST', '/api/invitations/accept', { body: { token: inv.body.data?.token } });
+    expect(s.logs.length).toBeGreaterThan(0);
+    for (const line of s.logs) expect(() => JSON.parse(line) as unknown).not.toThrow();
+    const all = s.logs.join('\n');
+    expect(all).toContain('[redacted]');
+    expect(all).not.toContain(key);
+    expect(all).not.toContain(w.owner.key);
+    expect(all).not.toContain(inv.body.data?.token ?? 'missing');
+  });
+
+  it('serves health, readiness and Prometheus metrics', async () => {
+    expect((await s.request('GET', '/healthz')).body).toEqual({ success: true, data: { status: 'ok' } });
+    expect((await s.request('GET', '/readyz')).body).toEqual({ success: true, data: { status: 'ready' } });
+    const m = await s.request('GET', '/metrics');
+    expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(m.text).toMatch(/slipway_http_request_duration_seconds_count\{method="GET",route="\/api\/workspaces",status="200"\} \d+/);
+    expect(m.text).toContain('slipway_process_resident_memory_bytes');
+  });
+});
+
+describe('behind a trusted proxy', () => {
+  it('limits each forwarded client address separately', async () => {
+    const s = await startTestServer('sqlite', { anonymousRateLimit: { rate: 0.01, burst: 2 }, trustProxy: ['127.0.0.1'] });
+    try {
+      const from = (ip: string) => s.request('GET', '/api/workspaces', { key: `svc_sk_${'9'.repeat(40)}`, headers: { 'x-forwarded-for': ip } });
+      expect([(await from('203.0.113.1')).status, (await from('203.0.113.1')).status, (await from('203.0.113.1')).status]).toEqual([401, 401, 429]);
+      expect((await from('203.0.113.2')).status).toBe(401);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('an unexpected failure', () => {
+  it('answers 500 with a generic sentence and keeps the detail in the log; readiness turns 503', async () => {
+    const s = await startTestServer('sqlite');
+    const w = await makeWorkspace(s);
+    try {
+      // Pull the store out from under the running app: every query now throws.
+      await s.store.db.destroy();
+      const r = await s.request('GET', `/api/workspaces/${w.slug}`, { key: w.owner.key });
+      expect(r).toMatchObject({ status: 500, body: { success: false, error: 'An internal error occurred; it has been logged.' } });
+      expect(r.text).not.toMatch(/driver|destroy|sqlite/i);
+      expect(s.logs.some((l) => l.includes('"level":50'))).toBe(true);
+      expect((await s.request('GET', '/readyz')).status).toBe(503);
+      expect((await s.request('GET', '/healthz')).status).toBe(200);
+    } finally {
+      await s.app.close();
+      await s.database.drop();
+    }
+  });
+});

@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../factories/harness.js';
+
+interface Operation {
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses: Record<string, unknown>;
+  security?: unknown[];
+}
+interface Schema {
+  type?: string;
+  properties?: Record<string, Schema>;
+  additionalProperties?: boolean;
+  items?: Schema;
+}
+interface Doc {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown> };
+}
+
+const openApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
+
+/** Every object schema a client may send must reject unknown fields. */
+function closedObjects(schema: Schema, at: string, out: string[]): void {
+  if (schema.type === 'object' && schema.additionalProperties !== false) out.push(at);
+  for (const [k, v] of Object.entries(schema.properties ?? {})) closedObjects(v, `${at}.${k}`, out);
+  if (schema.items !== undefined) closedObjects(schema.items, `${at}[]`, out);
+}
+
+describe('the OpenAPI document', () => {
+  let s: TestServer;
+  let doc: Doc;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite');
+    const r = await fetch(`${s.url}/api/openapi.json`);
+    doc = (await r.json()) as Doc;
+  });
+  afterAll(async () => s.close());
+
+  it('is OpenAPI 3.1 with the X-API-Key scheme', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes['apiKey']).toEqual({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+  });
+
+  it('documents every registered route', () => {
+    const missing = s.app.routeTable
+      .filter((r) => r.method !== 'HEAD')
+      .filter((r) => doc.paths[openApiPath(r.url)]?.[r.method.toLowerCase()] === undefined)
+      .map((r) => `${r.method} ${r.url}`);
+    expect(missing).toEqual([]);
+  });
+
+  it('documents responses for every operation, and closed request bodies', () => {
+    const open: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(Object.keys(op.responses).length, `${method} ${path}`).toBeGreaterThan(0);
+        const body = op.requestBody?.content['application/json']?.schema;
+        if (body !== undefined) closedObjects(body, `${method.toUpperCase()} ${path}`, open);
+      }
+    }
+    expect(open).toEqual([]);
+  });
+});

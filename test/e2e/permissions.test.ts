@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { atLeast, type Role } from '../../src/domain/roles.js';
+import { findOrCreateUser } from '../../src/tenancy/users.js';
+import { makeUser, makeWorkspace, startTestServer, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
+import { STORE_KINDS } from '../factories/stores.js';
+
+/**
+ * Every route × every kind of caller → the expected status, from this one table. A route that
+ * the app registers but this table lacks fails the suite, so no route ships without its row.
+ */
+type Principal = 'owner' | 'admin' | 'member' | 'outsider' | 'nokey' | 'expired' | 'revoked';
+const PRINCIPALS: Principal[] = ['owner', 'admin', 'member', 'outsider', 'nokey', 'expired', 'revoked'];
+
+interface Fixture {
+  w: TestWorkspace;
+  /** a plain member other than the caller, to act upon */
+  target: TestUser;
+  targetKeyId: string;
+  invitationId: string;
+  /** a user who belongs to no workspace yet */
+  loneUserId: string;
+}
+
+interface Row {
+  method: string;
+  url: string;
+  /** who may: a workspace role, any valid key, or anyone */
+  who: Role | 'authenticated' | 'public';
+  /** the status of an allowed call */
+  ok: number;
+  /** the status an outsider gets when `who` is 'authenticated' */
+  path(f: Fixture): string;
+  body?(f: Fixture): unknown;
+}
+
+const ws = (f: Fixture) => `/api/workspaces/${f.w.slug}`;
+let slugs = 0;
+
+const TABLE: Row[] = [
+  { method: 'GET', url: '/healthz', who: 'public', ok: 200, path: () => '/healthz' },
+  { method: 'GET', url: '/readyz', who: 'public', ok: 200, path: () => '/readyz' },
+  { method: 'GET', url: '/metrics', who: 'public', ok: 200, path: () => '/metrics' },
+  { method: 'GET', url: '/api/openapi.json', who: 'public', ok: 200, path: () => '/api/openapi.json' },
+  // An unknown token is 404 for everybody: the route itself needs no key.
+  { method: 'POST', url: '/api/invitations/accept', who: 'public', ok: 404, path: () => '/api/invitations/accept', body: () => ({ token: `svc_inv_${'1'.repeat(40)}` }) },
+
+  { method: 'POST', url: '/api/workspaces', who: 'authenticated', ok: 201, path: () => '/api/workspaces', body: () => ({ name: 'n', slug: `perm-${(slugs++).toString()}` }) },
+  { method: 'GET', url: '/api/workspaces', who: 'authenticated', ok: 200, path: () => '/api/workspaces' },
+  { method: 'GET', url: '/api/workspaces/:slug', who: 'member', ok: 200, path: ws },
+  { method: 'PUT', url: '/api/workspaces/:slug', who: 'owner', ok: 200, path: ws, body: () => ({ name: 'renamed' }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug', who: 'owner', ok: 200, path: ws },
+
+  { method: 'GET', url: '/api/workspaces/:slug/members', who: 'member', ok: 200, path: (f) => `${ws(f)}/members` },
+  { method: 'POST', url: '/api/workspaces/:slug/members', who: 'admin', ok: 201, path: (f) => `${ws(f)}/members`, body: (f) => ({ user_id: f.loneUserId, role: 'member' }) },
+  { method: 'PUT', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, body: () => ({ role: 'admin' }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}` },
+
+  { method: 'POST', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 201, path: (f) => `${ws(f)}/invitations`, body: () => ({ email: 'new@example.com', role: 'member' }) },
+  { method: 'GET', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/invitations/:id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations/${f.invitationId}` },
+
+  { method: 'POST', url: '/api/workspaces/:slug/api-keys', who: 'member', ok: 201, path: (f) => `${ws(f)}/api-keys`, body: () => ({ name: 'k', expires_in_days: 90 }) },
+  { method: 'GET', url: '/api/workspaces/:slug/api-keys', who: 'member', ok: 200, path: (f) => `${ws(f)}/api-keys` },
+  // Someone else's key: owners and admins only.
+  { method: 'DELETE', url: '/api/workspaces/:slug/api-keys/:key_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/api-keys/${f.targetKeyId}` },
+];
+
+function expected(row: Row, p: Principal): number {
+  if (row.who === 'public') return row.ok;
+  if (p === 'nokey' || p === 'expired' || p === 'revoked') return 401;
+  if (row.who === 'authenticated') return row.ok;
+  if (p === 'outsider') return 404;
+  return atLeast(p, row.who) ? row.ok : 403;
+}
+
+describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer(kind);
+  });
+  afterAll(async () => s.close());
+
+  it('has a row for every registered route', () => {
+    const registered = s.app.routeTable.filter((r) => r.method !== 'HEAD').map((r) => `${r.method} ${r.url}`).sort();
+    const listed = TABLE.map((r) => `${r.method} ${r.url}`).sort();
+    expect(listed).toEqual(registered);
+  });
+
+  async function fixture(): Promise<Fixture> {
+    const w = await makeWorkspace(s);
+    const target = await makeUser(s, w.id);
+    await s.store.db.insertInto('members').values({ workspace_id: w.id, user_id: target.id, role: 'member', joined_at: new Date().toISOString() }).execute();
+    const inv = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/invitations`, {
+      key: w.owner.key,
+      body: { email: `inv-${w.slug}@example.com`, role: 'member' },
+    });
+    const lone = await findOrCreateUser(s.deps, s.store.db, `lone-${w.slug}@example.com`);
+    return { w, target, targetKeyId: target.keyId, invitationId: inv.body.data?.id ?? '', loneUserId: lone.id };
+  }
+
+  async function keyOf(p: Principal, f: Fixture): Promise<string | undefined> {
+    switch (p) {
+      case 'owner':
+      case 'admin':
+      case 'member':
+        return f.w[p].key;
+      case 'outsider':
+        return (await makeWorkspace(s)).owner.key;
+      case 'nokey':
+        return undefined;
+      case 'expired': {
+        const u = await makeUser(s, f.w.id);
+        await s.store.db.updateTable('api_keys').set({ expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', u.keyId).execute();
+        await s.store.db.insertInto('members').values({ workspace_id: f.w.id, user_id: u.id, role: 'owner', joined_at: new Date().toISOString() }).execute();
+        return u.key;
+      }
+      case 'revoked': {
+        const u = await makeUser(s, f.w.id);
+        await s.store.db.insertInto('members').values({ workspace_id: f.w.id, user_id: u.id, role: 'owner', joined_at: new Date().toISOString() }).execute();
+        await s.request('DELETE', `/api/workspaces/${f.w.slug}/api-keys/${u.keyId}`, { key: u.key });
+        return u.key;
+      }
+    }
+  }
+
+  const cases = TABLE.flatMap((row) => PRINCIPALS.map((p) => [`${row.method} ${row.url}`, p, row] as const));
+
+  it.each(cases)('%s as %s', async (_name, p, row) => {
+    const f = await fixture();
+    const key = await keyOf(p, f);
+    const body = row.body?.(f);
+    const r = await s.request(row.method, row.path(f), { key, ...(body === undefined ? {} : { body }) });
+    expect(r.status, r.text).toBe(expected(row, p));
+    if (row.url !== '/metrics' && row.url !== '/api/openapi.json') {
+      expect(typeof r.body.success).toBe('boolean');
+      if (r.status >= 400) expect(r.body.error).toEqual(expect.any(String));
+    }
+  });
+});

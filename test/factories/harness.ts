@@ -1,0 +1,189 @@
+import { Writable } from 'node:stream';
+import { buildApp, type App } from '../../src/api/app.js';
+import type { Services } from '../../src/api/services.js';
+import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
+import type { Role } from '../../src/domain/roles.js';
+import { createStore, type Store } from '../../src/store/db.js';
+import type { Deps, Platform } from '../../src/deps.js';
+import { SecretBox } from '../../src/secrets/secret-box.js';
+import { randomBytes } from 'node:crypto';
+import { findOrCreateUser } from '../../src/tenancy/users.js';
+import { openWallet } from '../../src/billing/wallet.service.js';
+import { DEFAULT_SETTINGS } from '../../src/tenancy/views.js';
+import type { RateLimit } from '../../src/api/rate-limit.js';
+import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
+
+/** A clock the test can move; starts at the real time so that expiry maths stays realistic. */
+export class TestClock implements Clock {
+  private offset = 0;
+  now(): Date {
+    return new Date(Date.now() + this.offset);
+  }
+  advance(ms: number): void {
+    this.offset += ms;
+  }
+}
+
+export interface Reply<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: { success: boolean; data?: T; error?: string } & Record<string, unknown>;
+  text: string;
+}
+
+export interface RequestOptions {
+  key?: string | undefined;
+  body?: unknown;
+  /** sent as is, not JSON-encoded */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestServer {
+  url: string;
+  app: App;
+  store: Store;
+  services: Services;
+  deps: Deps;
+  clock: TestClock;
+  database: TestDatabase;
+  /** every line the server logged */
+  logs: string[];
+  request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<Reply<T>>;
+  close(): Promise<void>;
+}
+
+const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
+
+/** The whole API on a real port, over a fresh store of the given kind. */
+export async function startTestServer(
+  kind: StoreKind,
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform> } = {},
+): Promise<TestServer> {
+  const database = await freshDatabase(kind);
+  const store = await createStore(database.url);
+  const clock = new TestClock();
+  const deps: Deps = {
+    store,
+    clock,
+    random: systemRandom,
+    ids: idSource(clock, systemRandom),
+    secrets: new SecretBox(randomBytes(32), systemRandom),
+    platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', ...opts.platform },
+  };
+  const logs: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      cb();
+    },
+  });
+  const { app, services } = await buildApp({
+    ...deps,
+    rateLimit: opts.rateLimit ?? GENEROUS,
+    anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
+    log: { level: 'info', stream },
+    ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
+    version: 'test',
+  });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+
+  const request = async <T>(method: string, path: string, o: RequestOptions = {}): Promise<Reply<T>> => {
+    const headers: Record<string, string> = { ...(o.headers ?? {}) };
+    if (o.key !== undefined) headers['x-api-key'] = o.key;
+    let body: string | Buffer | undefined;
+    if (o.raw !== undefined) body = o.raw;
+    else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    let parsed: Reply<T>['body'];
+    try {
+      parsed = JSON.parse(text) as Reply<T>['body'];
+    } catch {
+      parsed = { success: false, error: `(not JSON) ${text.slice(0, 200)}` };
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+
+  return {
+    url,
+    app,
+    store,
+    services,
+    deps,
+    clock,
+    database,
+    logs,
+    request,
+    close: async () => {
+      await app.close();
+      await store.close();
+      await database.drop();
+    },
+  };
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  key: string;
+  keyId: string;
+}
+
+let counter = 0;
+const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}`;
+
+/** A user with a live key listed under `workspaceId` (created straight in the store). */
+export async function makeUser(s: TestServer, workspaceId: string, email = `u${unique()}@example.com`): Promise<TestUser> {
+  const user = await findOrCreateUser(s.deps, s.store.db, email);
+  const key = await s.services.apiKeys.issue(s.store.db, { userId: user.id, workspaceId, name: 'test', expiresInDays: 30 });
+  return { id: user.id, email: user.email, key: key.key, keyId: key.id };
+}
+
+export interface TestWorkspace {
+  id: string;
+  slug: string;
+  owner: TestUser;
+  admin: TestUser;
+  member: TestUser;
+}
+
+/** A workspace with one owner, one admin and one member, each holding a key. */
+export async function makeWorkspace(s: TestServer, slug = `ws-${unique()}`): Promise<TestWorkspace> {
+  const now = iso(s.clock.now());
+  const id = s.deps.ids.id();
+  await s.store.db
+    .insertInto('workspaces')
+    .values({ id, name: slug, slug, settings: JSON.stringify(DEFAULT_SETTINGS), created_at: now, updated_at: now })
+    .execute();
+  await openWallet(s.deps, s.store.db, id);
+  const people: Partial<Record<Role, TestUser>> = {};
+  for (const role of ['owner', 'admin', 'member'] as const) {
+    const u = await makeUser(s, id);
+    await s.store.db.insertInto('members').values({ workspace_id: id, user_id: u.id, role, joined_at: now }).execute();
+    people[role] = u;
+  }
+  const { owner, admin, member } = people as Record<Role, TestUser>;
+  return { id, slug, owner, admin, member };
+}
+
+export interface TestProject {
+  id: string;
+  slug: string;
+  name: string;
+}
+
+/** A project straight in the store, with the defaults of DESIGN §4. */
+export async function makeProject(s: TestServer, w: { id: string }, name = `app-${unique()}`): Promise<TestProject> {
+  const now = iso(s.clock.now());
+  const id = s.deps.ids.id();
+  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+  await s.store.db
+    .insertInto('projects')
+    .values({ id, workspace_id: w.id, name, slug, port: 8080, replicas: 1, cpu: '0.5', ram: '0.5', status: 'pending', created_at: now, updated_at: now })
+    .execute();
+  return { id, slug, name };
+}
