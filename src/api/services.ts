@@ -1,4 +1,7 @@
 import { WalletService } from '../billing/wallet.service.js';
+import { DeploymentService } from '../deploy/deployments.service.js';
+import { GitService } from '../projects/git.service.js';
+import { ProjectService } from '../projects/projects.service.js';
 import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
 import { UptimeService } from '../uptime/uptime.service.js';
@@ -15,6 +18,9 @@ export interface Services {
   members: MemberService;
   invitations: InvitationService;
   wallets: WalletService;
+  projects: ProjectService;
+  git: GitService;
+  deployments: DeploymentService;
   envVars: EnvService;
   domains: DomainService;
   uptime: UptimeService;
@@ -28,6 +34,9 @@ export function createServices(deps: Deps): Services {
     members: new MemberService(deps),
     invitations: new InvitationService(deps, apiKeys),
     wallets: new WalletService(deps),
+    projects: new ProjectService(deps),
+    git: new GitService(deps),
+    deployments: new DeploymentService(deps),
     envVars: new EnvService(deps),
     domains: new DomainService(deps),
     uptime: new UptimeService(deps),

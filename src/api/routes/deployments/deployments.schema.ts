@@ -1,0 +1,54 @@
+import { Type } from 'typebox';
+import { authErrors, Envelope, StringEnum, Timestamp } from '../../schemas.js';
+import { ProjectParams } from '../projects/projects.schema.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const Deployment = Type.Object(
+  {
+    id: Type.String(),
+    project_id: Type.String(),
+    status: StringEnum(['queued', 'building', 'deploying', 'running', 'failed', 'superseded', 'stopped'] as const),
+    source: StringEnum(['git', 'redeploy', 'rollback', 'template'] as const),
+    image: Nullable(Type.String()),
+    branch: Nullable(Type.String()),
+    commit_sha: Nullable(Type.String()),
+    commit_message: Nullable(Type.String()),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+const tags = ['Deployments'];
+
+export const listDeployments = {
+  tags,
+  summary: 'List deployments, newest first',
+  params: ProjectParams,
+  querystring: Type.Object(
+    {
+      page: Type.Integer({ minimum: 1, default: 1 }),
+      limit: Type.Integer({ minimum: 1, maximum: 50, default: 20 }),
+    },
+    { additionalProperties: false },
+  ),
+  response: {
+    200: Envelope(
+      Type.Object(
+        { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
+        { additionalProperties: false },
+      ),
+    ),
+    ...authErrors,
+  },
+};
+
+export const getDeployment = {
+  tags,
+  summary: 'Get a deployment',
+  params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),
+  response: { 200: Envelope(Deployment), ...authErrors },
+};

@@ -1,0 +1,22 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import { accessOf } from '../../plugins/auth.js';
+import { ok } from '../../schemas.js';
+import * as s from './git.schema.js';
+
+export const gitRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { git } = services;
+  const path = '/api/workspaces/:slug/projects/:project_slug/git';
+
+  app.post(path, { schema: s.connectGit, config: { action: 'workspace.operate' } }, async (req, reply) =>
+    reply.code(201).send(ok(await git.connect(accessOf(req), req.params.project_slug, req.body))),
+  );
+
+  app.put(path, { schema: s.updateGit, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await git.update(accessOf(req), req.params.project_slug, req.body)),
+  );
+
+  app.delete(path, { schema: s.deleteGit, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await git.disconnect(accessOf(req), req.params.project_slug)),
+  );
+};

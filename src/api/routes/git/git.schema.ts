@@ -1,0 +1,77 @@
+import { Type } from 'typebox';
+import { authErrors, Envelope, ErrorEnvelope } from '../../schemas.js';
+import { GitConnection, ProjectParams } from '../projects/projects.schema.js';
+
+/** `owner/repository` as GitHub spells them; `.` and `..` are not names. */
+const RepoFullName = Type.String({
+  pattern: '^(?!\\.{1,2}/)[A-Za-z0-9_.-]{1,100}/(?!\\.{1,2}$)[A-Za-z0-9_.-]{1,100}$',
+  'x-error': 'must be "owner/repository"',
+  examples: ['acme/web'],
+});
+
+/** A branch name git accepts (git check-ref-format, the common subset). */
+const Branch = Type.String({
+  pattern: '^(?![/.-])(?!.*\\.\\.)(?!.*//)(?!.*@\\{)(?!.*\\.lock$)(?!.*[/.]$)[A-Za-z0-9._/+-]{1,255}$',
+  'x-error': 'must be a valid Git branch name',
+});
+
+/** A path inside the repository: relative, no `..` segment. */
+const RepoPath = (allowEmpty: boolean) =>
+  Type.String({
+    pattern: `^(?!/)(?!(.*/)?\\.\\.(/|$))[A-Za-z0-9._/-]${allowEmpty ? '*' : '+'}$`,
+    maxLength: 255,
+    'x-error': 'must be a relative path inside the repository, without ".."',
+  });
+
+const fields = {
+  branch: Branch,
+  installation_id: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'GitHub App installation id (0: none).' }),
+  auto_deploy: Type.Boolean({ description: 'Deploy on every push to the branch (default true).' }),
+  dockerfile_path: RepoPath(false),
+  root_dir: RepoPath(true),
+};
+
+const tags = ['Git'];
+
+export const connectGit = {
+  tags,
+  summary: 'Connect a Git repository to the project',
+  params: ProjectParams,
+  body: Type.Object(
+    {
+      repo_full_name: RepoFullName,
+      branch: Type.Optional(fields.branch),
+      installation_id: Type.Optional(fields.installation_id),
+      auto_deploy: Type.Optional(fields.auto_deploy),
+      dockerfile_path: Type.Optional(fields.dockerfile_path),
+      root_dir: Type.Optional(fields.root_dir),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 201: Envelope(GitConnection), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const updateGit = {
+  tags,
+  summary: 'Change the Git connection',
+  params: ProjectParams,
+  body: Type.Object(
+    {
+      repo_full_name: Type.Optional(RepoFullName),
+      branch: Type.Optional(fields.branch),
+      installation_id: Type.Optional(fields.installation_id),
+      auto_deploy: Type.Optional(fields.auto_deploy),
+      dockerfile_path: Type.Optional(fields.dockerfile_path),
+      root_dir: Type.Optional(fields.root_dir),
+    },
+    { additionalProperties: false, minProperties: 1 },
+  ),
+  response: { 200: Envelope(GitConnection), ...authErrors },
+};
+
+export const deleteGit = {
+  tags,
+  summary: 'Remove the Git connection',
+  params: ProjectParams,
+  response: { 200: Envelope(GitConnection), ...authErrors },
+};

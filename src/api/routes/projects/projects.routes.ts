@@ -1,0 +1,33 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../services.js';
+import { accessOf } from '../../plugins/auth.js';
+import { ok } from '../../schemas.js';
+import * as s from './projects.schema.js';
+
+export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { projects } = services;
+  const base = '/api/workspaces/:slug/projects';
+  const one = `${base}/:project_slug`;
+
+  app.post(base, { schema: s.createProject, config: { action: 'workspace.operate' } }, async (req, reply) =>
+    reply.code(201).send(ok(await projects.create(accessOf(req), req.body))),
+  );
+
+  app.get(base, { schema: s.listProjects, config: { action: 'workspace.read' } }, async (req) => ok(await projects.list(accessOf(req))));
+
+  app.get(one, { schema: s.getProject, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await projects.get(accessOf(req), req.params.project_slug)),
+  );
+
+  app.put(one, { schema: s.updateProject, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await projects.update(accessOf(req), req.params.project_slug, req.body)),
+  );
+
+  app.delete(one, { schema: s.deleteProject, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await projects.delete(accessOf(req), req.params.project_slug)),
+  );
+
+  app.get(`${one}/status`, { schema: s.projectStatus, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await projects.status(accessOf(req), req.params.project_slug)),
+  );
+};

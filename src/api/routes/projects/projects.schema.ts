@@ -1,0 +1,141 @@
+import { Type } from 'typebox';
+import { DECIMAL_PATTERN } from '../../../projects/resources.js';
+import { authErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
+
+export const PROJECT_STATUSES = ['pending', 'building', 'deploying', 'running', 'stopped', 'failed', 'crashed', 'suspended'] as const;
+
+export const ProjectParams = Type.Object({ slug: Type.String(), project_slug: Type.String() });
+
+const Decimal = (what: string, example: string) =>
+  Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });
+
+const sizeFields = {
+  port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port the application listens on (default 8080).' }),
+  replicas: Type.Integer({ minimum: 0, maximum: 10, description: '0 = scaled to zero (default 1).' }),
+  cpu: Decimal('vCPU, 0.1 to 8', '0.5'),
+  ram: Decimal('GiB, 0.125 to 32', '0.5'),
+};
+
+export const GitConnection = Type.Object(
+  {
+    repo_full_name: Type.String(),
+    branch: Type.String(),
+    installation_id: Type.Integer(),
+    auto_deploy: Type.Boolean(),
+    dockerfile_path: Type.String(),
+    root_dir: Type.String(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const Project = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    slug: Type.String(),
+    status: StringEnum(PROJECT_STATUSES),
+    port: Type.Integer(),
+    replicas: Type.Integer(),
+    cpu: Type.String(),
+    ram: Type.String(),
+    default_domain: Type.String({ description: '`<project>-<workspace>.<apps domain>`' }),
+    url: Type.String({ description: 'Where the router serves the project.' }),
+    git: Type.Union([GitConnection, Type.Null()]),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+const Usage = Type.Object({ used: Type.String(), limit: Type.String() }, { additionalProperties: false });
+
+export const ProjectStatus = Type.Object(
+  {
+    project: Type.Object({ slug: Type.String(), status: StringEnum(PROJECT_STATUSES) }, { additionalProperties: false }),
+    pods: Type.Object(
+      {
+        ready: Type.Integer(),
+        total: Type.Integer(),
+        items: Type.Array(
+          Type.Object(
+            { name: Type.String(), status: Type.String(), restarts: Type.Integer(), age: Type.String() },
+            { additionalProperties: false },
+          ),
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    resources: Type.Object({ cpu: Usage, memory: Usage }, { additionalProperties: false }),
+    latestDeployment: Type.Union([
+      Type.Object({ id: Type.String(), status: Type.String(), created_at: Timestamp }, { additionalProperties: false }),
+      Type.Null(),
+    ]),
+  },
+  { additionalProperties: false },
+);
+
+const tags = ['Projects'];
+
+export const createProject = {
+  tags,
+  summary: 'Create a project (status pending); its slug derives from the name',
+  params: SlugParams,
+  body: Type.Object(
+    {
+      name: Name,
+      port: Type.Optional(sizeFields.port),
+      replicas: Type.Optional(sizeFields.replicas),
+      cpu: Type.Optional(sizeFields.cpu),
+      ram: Type.Optional(sizeFields.ram),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 201: Envelope(Project), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const listProjects = {
+  tags,
+  summary: 'List the projects of a workspace',
+  params: SlugParams,
+  response: { 200: Envelope(Type.Array(Project)), ...authErrors },
+};
+
+export const getProject = {
+  tags,
+  summary: 'Get a project, with its Git connection',
+  params: ProjectParams,
+  response: { 200: Envelope(Project), ...authErrors },
+};
+
+export const updateProject = {
+  tags,
+  summary: 'Change a project (the slug stays when the name changes)',
+  params: ProjectParams,
+  body: Type.Object(
+    {
+      name: Type.Optional(Name),
+      port: Type.Optional(sizeFields.port),
+      replicas: Type.Optional(sizeFields.replicas),
+      cpu: Type.Optional(sizeFields.cpu),
+      ram: Type.Optional(sizeFields.ram),
+    },
+    { additionalProperties: false, minProperties: 1 },
+  ),
+  response: { 200: Envelope(Project), ...authErrors },
+};
+
+export const deleteProject = {
+  tags,
+  summary: 'Delete a project and everything under it',
+  params: ProjectParams,
+  response: { 200: Envelope(Project), ...authErrors },
+};
+
+export const projectStatus = {
+  tags,
+  summary: "A project's pods, resource use and latest deployment",
+  params: ProjectParams,
+  response: { 200: Envelope(ProjectStatus), ...authErrors },
+};

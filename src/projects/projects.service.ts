@@ -1,0 +1,139 @@
+import { iso } from '../domain/clock.js';
+import { conflict, invalid } from '../domain/errors.js';
+import { slugify } from '../domain/slug.js';
+import type { Deps } from '../deps.js';
+import { isUniqueViolation } from '../store/dialects.js';
+import type { ProjectsTable } from '../store/schema.js';
+import type { Access } from '../tenancy/context.js';
+import { canonical, CPU_BOUNDS, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
+import { resolveProject } from './resolve.js';
+import { deploymentView, projectView, type ProjectView } from './views.js';
+
+export interface ProjectInput {
+  name: string;
+  port?: number | undefined;
+  replicas?: number | undefined;
+  cpu?: string | undefined;
+  ram?: string | undefined;
+}
+
+export type ProjectPatch = Partial<ProjectInput>;
+
+export interface StatusView {
+  project: { slug: string; status: ProjectsTable['status'] };
+  pods: { ready: number; total: number; items: { name: string; status: string; restarts: number; age: string }[] };
+  resources: { cpu: { used: string; limit: string }; memory: { used: string; limit: string } };
+  latestDeployment: { id: string; status: string; created_at: string } | null;
+}
+
+export const PROJECT_DEFAULTS = { port: 8080, replicas: 1, cpu: CPU_BOUNDS.def, ram: RAM_BOUNDS.def } as const;
+
+/** cpu and ram arrive as decimal strings; the schema checks the form, this the range. */
+function checkSizes(input: { cpu?: string | undefined; ram?: string | undefined }): void {
+  if (input.cpu !== undefined && !inBounds(input.cpu, CPU_BOUNDS)) {
+    throw invalid(`"cpu" must be between "${CPU_BOUNDS.min.toString()}" and "${CPU_BOUNDS.max.toString()}" vCPU.`);
+  }
+  if (input.ram !== undefined && !inBounds(input.ram, RAM_BOUNDS)) {
+    throw invalid(`"ram" must be between "${RAM_BOUNDS.min.toString()}" and "${RAM_BOUNDS.max.toString()}" GiB.`);
+  }
+}
+
+export class ProjectService {
+  constructor(private readonly deps: Deps) {}
+
+  async create(access: Access, input: ProjectInput): Promise<ProjectView> {
+    checkSizes(input);
+    const slug = slugify(input.name);
+    if (slug === '') throw invalid('"name" must contain at least one letter or digit.');
+    const now = iso(this.deps.clock.now());
+    const row: ProjectsTable = {
+      id: this.deps.ids.id(),
+      workspace_id: access.workspace.id,
+      name: input.name,
+      slug,
+      port: input.port ?? PROJECT_DEFAULTS.port,
+      replicas: input.replicas ?? PROJECT_DEFAULTS.replicas,
+      cpu: canonical(input.cpu ?? PROJECT_DEFAULTS.cpu),
+      ram: canonical(input.ram ?? PROJECT_DEFAULTS.ram),
+      status: 'pending',
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.deps.store.db.insertInto('projects').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A project with slug "${slug}" already exists in this workspace.`);
+      throw err;
+    }
+    return projectView(row, access.workspace.slug, this.deps.platform, undefined);
+  }
+
+  async list(access: Access): Promise<ProjectView[]> {
+    const { db } = this.deps.store;
+    const rows = await db.selectFrom('projects').selectAll().where('workspace_id', '=', access.workspace.id).orderBy('created_at').orderBy('id').execute();
+    const gits = rows.length === 0 ? [] : await db.selectFrom('git_connections').selectAll().where('project_id', 'in', rows.map((r) => r.id)).execute();
+    const byProject = new Map(gits.map((g) => [g.project_id, g]));
+    return rows.map((r) => projectView(r, access.workspace.slug, this.deps.platform, byProject.get(r.id)));
+  }
+
+  async get(access: Access, projectSlug: string): Promise<ProjectView> {
+    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    return this.view(access, row);
+  }
+
+  /** The slug stays when the name changes: it is the project's address in URLs and hosts. */
+  async update(access: Access, projectSlug: string, patch: ProjectPatch): Promise<ProjectView> {
+    checkSizes(patch);
+    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const next: ProjectsTable = {
+      ...row,
+      ...(patch.name === undefined ? {} : { name: patch.name }),
+      ...(patch.port === undefined ? {} : { port: patch.port }),
+      ...(patch.replicas === undefined ? {} : { replicas: patch.replicas }),
+      ...(patch.cpu === undefined ? {} : { cpu: canonical(patch.cpu) }),
+      ...(patch.ram === undefined ? {} : { ram: canonical(patch.ram) }),
+      updated_at: iso(this.deps.clock.now()),
+    };
+    await this.deps.store.db
+      .updateTable('projects')
+      .set({ name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at })
+      .where('id', '=', row.id)
+      .execute();
+    return this.view(access, next);
+  }
+
+  /** Env vars, domains, the Git connection, the monitor and deployments cascade from the row. */
+  async delete(access: Access, projectSlug: string): Promise<ProjectView> {
+    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const view = await this.view(access, row);
+    await this.deps.store.db.deleteFrom('projects').where('id', '=', row.id).execute();
+    return view;
+  }
+
+  /** The status view: pods come from the runtime once the project runs; none before. */
+  async status(access: Access, projectSlug: string): Promise<StatusView> {
+    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const latest = await this.deps.store.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('project_id', '=', row.id)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return {
+      project: { slug: row.slug, status: row.status },
+      pods: { ready: 0, total: 0, items: [] },
+      resources: {
+        cpu: { used: formatMillicores(0), limit: formatMillicores(millicores(row.cpu) * row.replicas) },
+        memory: { used: formatBytes(0), limit: formatBytes(ramBytes(row.ram) * row.replicas) },
+      },
+      latestDeployment: latest === undefined ? null : (({ id, status, created_at }) => ({ id, status, created_at }))(deploymentView(latest)),
+    };
+  }
+
+  private async view(access: Access, row: ProjectsTable): Promise<ProjectView> {
+    const git = await this.deps.store.db.selectFrom('git_connections').selectAll().where('project_id', '=', row.id).executeTakeFirst();
+    return projectView(row, access.workspace.slug, this.deps.platform, git);
+  }
+}
