@@ -29,6 +29,7 @@ export async function bootstrap(
 ): Promise<Bootstrapped | null> {
   const any = await deps.store.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
   if (any !== undefined) return null;
+  const keyFile = join(opts.dataDir, 'bootstrap-key');
   let key: string;
   try {
     key = await deps.store.db.transaction().execute(async (trx) => {
@@ -42,15 +43,16 @@ export async function bootstrap(
       await trx.insertInto('members').values({ workspace_id: workspaceId, user_id: user.id, role: 'owner', joined_at: now }).execute();
       await openWallet(deps, trx, workspaceId);
       const created = await keys.issue(trx, { userId: user.id, workspaceId, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
+      // Written before the commit: a crash in between leaves a stale file that the next first
+      // start overwrites, never a committed owner whose key exists nowhere.
+      mkdirSync(opts.dataDir, { recursive: true });
+      writeFileSync(keyFile, `${created.key}\n`, { mode: 0o600 });
+      chmodSync(keyFile, 0o600);
       return created.key;
     });
   } catch (err) {
     if (isUniqueViolation(err)) return null;
     throw err;
   }
-  mkdirSync(opts.dataDir, { recursive: true });
-  const keyFile = join(opts.dataDir, 'bootstrap-key');
-  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
   return { email: opts.adminEmail, workspace: BOOTSTRAP_WORKSPACE, key, keyFile };
 }

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { createUser, CliError } from './cli/admin.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
-import { startServer, VERSION } from './server.js';
+import { StartError, startServer, VERSION } from './server.js';
 
 const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
@@ -25,6 +25,10 @@ function fail(err: unknown): never {
   if (err instanceof ConfigError || err instanceof CliError) {
     process.stderr.write(`slipway: ${err.message}\n`);
     process.exit(2);
+  }
+  if (err instanceof StartError) {
+    process.stderr.write(`slipway: ${err.message}\n`);
+    process.exit(1);
   }
   throw err;
 }

@@ -10,6 +10,9 @@ import type { Deps } from './deps.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
+/** A start that failed for a reason the operator can fix (reported without a stack trace). */
+export class StartError extends Error {}
+
 export interface Running {
   app: App;
   store: Store;
@@ -49,8 +52,16 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
     });
+    // Listen first: a port that is taken must fail the start before anything is bootstrapped,
+    // or the one-time key would be created and never shown.
+    let url: string;
+    try {
+      url = await app.listen({ host: config.listen.host, port: config.listen.port });
+    } catch (err) {
+      await app.close();
+      throw new StartError(`cannot listen on ${config.listen.host}:${config.listen.port.toString()}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+    }
     const bootstrapped = await bootstrap(deps, services.apiKeys, { adminEmail: config.adminEmail, dataDir: config.dataDir });
-    const url = await app.listen({ host: config.listen.host, port: config.listen.port });
     return {
       app,
       store,

@@ -1,0 +1,334 @@
+// The built launcher `bin/slipway`, run as child processes: what a user sees on stdout, stderr,
+// in the exit code, in the data directory and through the API. Needs `npx tsc -p tsconfig.build.json`.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { idSource, iso, systemClock, systemRandom } from '../../src/domain/clock.js';
+import { createStore, type Store } from '../../src/store/db.js';
+import { assertBuilt, freePort, killAll, runSlipway, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
+
+const KEYS = /svc_sk_[0-9a-f]{40}/g;
+const ONLY_KEY = /^svc_sk_[0-9a-f]{40}\n$/;
+
+interface Envelope<T> {
+  success: boolean;
+  data?: T;
+  error?: string;
+}
+interface Workspace {
+  slug: string;
+  role?: string;
+}
+
+async function api<T>(base: string, method: string, path: string, key?: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
+  const headers: Record<string, string> = key === undefined ? {} : { 'x-api-key': key };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(base + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return { status: res.status, body: (await res.json()) as Envelope<T> };
+}
+
+const mode = (file: string): number => statSync(file).mode & 0o777;
+const keysIn = (text: string): string[] => text.match(KEYS) ?? [];
+const storeArgs = (db: TestDatabase): string[] => ['--data-dir', db.dir, ...(db.kind === 'postgres' ? ['--database-url', db.url] : [])];
+
+interface Server {
+  proc: SlipwayProcess;
+  base: string;
+}
+
+async function serve(db: TestDatabase): Promise<Server> {
+  const port = await freePort();
+  const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port}`, ...storeArgs(db)]);
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(proc, base);
+  return { proc, base };
+}
+
+beforeAll(assertBuilt);
+afterAll(killAll);
+
+describe.each(STORE_KINDS)('bootstrap and admin create-user on %s', (kind) => {
+  let db: TestDatabase;
+  let key = '';
+  let running = '';
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+  });
+  afterAll(async () => {
+    await killAll();
+    await db.drop();
+  });
+
+  it('prints exactly one key on the first start, saves it with mode 0600, and the key works', async () => {
+    const { proc, base } = await serve(db);
+    key = await waitFor('the bootstrap key on stdout', () => keysIn(proc.stdout())[0], proc);
+    const listed = await api<Workspace[]>(base, 'GET', '/api/workspaces', key);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data?.map((w) => [w.slug, w.role])).toEqual([['default', 'owner']]);
+    expect(await api(base, 'GET', '/api/workspaces')).toMatchObject({ status: 401 });
+
+    expect(readFileSync(join(db.dir, 'bootstrap-key'), 'utf8').trim()).toBe(key);
+    expect(mode(join(db.dir, 'bootstrap-key'))).toBe(0o600);
+    expect(readFileSync(join(db.dir, 'secret.key'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+    expect(mode(join(db.dir, 'secret.key'))).toBe(0o600);
+    expect(existsSync(join(db.dir, 'slipway.db'))).toBe(kind === 'sqlite');
+
+    // SIGTERM shuts down cleanly; afterwards the whole of stdout is known.
+    expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(keysIn(proc.stdout())).toEqual([key]);
+  });
+
+  it('prints no key on a second start and the first key still works', async () => {
+    const secret = readFileSync(join(db.dir, 'secret.key'), 'utf8');
+    const { proc, base } = await serve(db);
+    const listed = await api<Workspace[]>(base, 'GET', '/api/workspaces', key);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data?.map((w) => w.slug)).toEqual(['default']);
+    expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(keysIn(proc.stdout())).toEqual([]);
+    expect(proc.stdout()).not.toContain('bootstrapped');
+    expect(readFileSync(join(db.dir, 'bootstrap-key'), 'utf8').trim()).toBe(key);
+    expect(readFileSync(join(db.dir, 'secret.key'), 'utf8')).toBe(secret);
+  });
+
+  it('admin create-user, run next to the server, prints a key that acts with the given role', async () => {
+    const { base } = await serve(db);
+    running = base;
+    const alice = await runSlipway(['admin', 'create-user', '--email', 'alice@example.com', ...storeArgs(db)]);
+    expect(alice.code).toBe(0);
+    expect(alice.stdout).toMatch(ONLY_KEY);
+    expect(alice.stderr).toMatch(/^Created user [0-9a-f-]{36}; the key expires at \d{4}-/);
+    const aliceKey = alice.stdout.trim();
+    const own = await api<Workspace>(base, 'GET', '/api/workspaces/default', aliceKey);
+    expect(own.status).toBe(200);
+    expect(own.body.data).toMatchObject({ slug: 'default', role: 'member' });
+
+    expect((await api(base, 'POST', '/api/workspaces', key, { name: 'Team', slug: 'team' })).status).toBe(201);
+    const bob = await runSlipway(['admin', 'create-user', '--email', 'bob@example.com', '--workspace', 'team', '--role', 'admin', ...storeArgs(db)]);
+    expect(bob.code).toBe(0);
+    expect(bob.stdout).toMatch(ONLY_KEY);
+    const bobKey = bob.stdout.trim();
+    expect((await api<Workspace>(base, 'GET', '/api/workspaces/team', bobKey)).body.data).toMatchObject({ slug: 'team', role: 'admin' });
+    const bobs = await api<Workspace[]>(base, 'GET', '/api/workspaces', bobKey);
+    expect(bobs.body.data?.map((w) => [w.slug, w.role])).toEqual([['team', 'admin']]);
+    expect((await api(base, 'GET', '/api/workspaces/default', bobKey)).status).toBe(404);
+  });
+
+  it.each([
+    [['--email', 'ALICE@Example.com'], /^slipway: A user with e-mail alice@example\.com already exists\.\n$/],
+    [['--email', 'admin@localhost'], /^slipway: A user with e-mail admin@localhost already exists\.\n$/],
+    [['--email', 'carol@example.com', '--workspace', 'nope'], /^slipway: There is no workspace "nope"\.\n$/],
+    [['--email', 'dave@example.com', '--role', 'superuser'], /^slipway: --role must be one of owner, admin, member \(got "superuser"\)\.\n$/],
+    [['--email', 'not-an-email'], /^slipway: --email must be an e-mail address/],
+  ])('admin create-user %j exits 2 with a clear message', async (args, message) => {
+    const r = await runSlipway(['admin', 'create-user', ...args, ...storeArgs(db)]);
+    expect(r.stderr).toMatch(message);
+    expect(r).toMatchObject({ code: 2, stdout: '' });
+  });
+
+  it('accepts an e-mail refused only for its workspace, here as a second owner', async () => {
+    const r = await runSlipway(['admin', 'create-user', '--email', 'carol@example.com', '--role', 'owner', ...storeArgs(db)]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(ONLY_KEY);
+    const got = await api<Workspace>(running, 'GET', '/api/workspaces/default', r.stdout.trim());
+    expect(got.body.data).toMatchObject({ slug: 'default', role: 'owner' });
+  });
+});
+
+describe('configuration errors', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-cli-'));
+  });
+  afterEach(killAll);
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    [['--listen', 'nonsense'], {}, /--listen must be \[host\]:port, like :3000 or 127\.0\.0\.1:3000 \(got "nonsense"\)/],
+    [['--listen', '127.0.0.1:70000'], {}, /--listen must be \[host\]:port/],
+    [['--log-level', 'loud'], {}, /--log-level must be one of fatal, error, warn, info, debug, trace, silent/],
+    [[], { SLIPWAY_LISTEN: 'bad' }, /SLIPWAY_LISTEN must be \[host\]:port, like :3000 or 127\.0\.0\.1:3000 \(got "bad"\)/],
+    [[], { SLIPWAY_LOG_LEVEL: 'loud' }, /SLIPWAY_LOG_LEVEL must be one of/],
+    [['--database-url', 'mysql://db/x'], {}, /--database-url must be a postgres:\/\/ URL or an SQLite file path \(got a mysql URL\)/],
+    [['--rate-limit', '0'], {}, /--rate-limit must be a positive number \(got "0"\)/],
+    [[], { SLIPWAY_ADMIN_EMAIL: 'nobody' }, /SLIPWAY_ADMIN_EMAIL must be an e-mail address/],
+  ])('serve %j with env %j exits 2 and names the setting', async (args, env: Record<string, string>, message) => {
+    const data = mkdtempSync(join(dir, 'd-'));
+    const r = await runSlipway(['serve', ...args, '--data-dir', data], env);
+    expect(r.stderr).toMatch(/^slipway: Invalid configuration:\n {2}- /);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.code).toBe(2);
+    expect(existsSync(join(data, 'slipway.db'))).toBe(false);
+  });
+
+  it('reports every problem at once', async () => {
+    const r = await runSlipway(['serve', '--listen', 'nonsense', '--log-level', 'loud', '--data-dir', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--listen must be');
+    expect(r.stderr).toContain('--log-level must be');
+  });
+
+  it('admin create-user validates the configuration too', async () => {
+    const r = await runSlipway(['admin', 'create-user', '--email', 'e@example.com', '--data-dir', dir], { SLIPWAY_LOG_LEVEL: 'loud' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/SLIPWAY_LOG_LEVEL must be one of/);
+  });
+
+  it('lets a flag win over its environment variable', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'warn', '--data-dir', mkdtempSync(join(dir, 'f-'))], {
+      SLIPWAY_LISTEN: 'bad',
+      SLIPWAY_LOG_LEVEL: 'loud',
+    });
+    await waitHealthy(proc, base);
+    expect(proc.exit()).toBeNull();
+  });
+
+  it('refuses a taken port before bootstrapping, so the first key is shown on the next start', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const taken = (blocker.address() as AddressInfo).port;
+    const data = mkdtempSync(join(dir, 'busy-'));
+    try {
+      const r = await runSlipway(['serve', '--listen', `127.0.0.1:${taken.toString()}`, '--data-dir', data]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^slipway: cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE\.\n$/);
+      expect(existsSync(join(data, 'bootstrap-key'))).toBe(false);
+    } finally {
+      blocker.close();
+    }
+    const port = await freePort();
+    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, '--data-dir', data]);
+    await waitHealthy(proc, `http://127.0.0.1:${port.toString()}`);
+    await waitFor('the bootstrap key on stdout', () => keysIn(proc.stdout())[0], proc);
+    expect(readFileSync(join(data, 'bootstrap-key'), 'utf8')).toBe(`${keysIn(proc.stdout())[0] ?? 'missing'}\n`);
+  });
+
+  it('uses an environment variable when no flag is given', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const data = mkdtempSync(join(dir, 'e-'));
+    const proc = startSlipway(['serve'], { SLIPWAY_LISTEN: `127.0.0.1:${port}`, SLIPWAY_DATA_DIR: data });
+    await waitHealthy(proc, base);
+    expect(existsSync(join(data, 'bootstrap-key'))).toBe(true);
+  });
+});
+
+// ---- kill -9 in the middle of a workspace delete ----------------------------------------------
+
+/** The workspace row and the rows that hang off it (users are not the workspace's). */
+type Counts = Record<'workspaces' | 'members' | 'invitations' | 'api_keys', number>;
+
+async function countWorkspace(store: Store, workspaceId: string): Promise<Counts> {
+  const n = async (table: string, column: string): Promise<number> => {
+    const r = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)} where ${sql.ref(column)} = ${workspaceId}`.execute(store.db);
+    return Number(r.rows[0]?.n);
+  };
+  return { workspaces: await n('workspaces', 'id'), members: await n('members', 'workspace_id'), invitations: await n('invitations', 'workspace_id'), api_keys: await n('api_keys', 'workspace_id') };
+}
+
+function chunks<T>(rows: T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+const ROWS = 3000;
+const USERS = 300;
+
+/** Fills the workspace straight through the store (the server keeps running); answers its id and counts. */
+async function fill(url: string, slug: string): Promise<{ id: string; counts: Counts }> {
+  const store = await createStore(url);
+  try {
+    const ids = idSource(systemClock, systemRandom);
+    const hex = (): string => randomBytes(32).toString('hex');
+    const now = iso(new Date());
+    const later = iso(new Date(Date.now() + 7 * 86_400_000));
+    const ws = await store.db.selectFrom('workspaces').select('id').where('slug', '=', slug).executeTakeFirstOrThrow();
+    const users = Array.from({ length: USERS }, (_, i) => ({ id: ids.id(), email: `${slug}-${i}-${hex().slice(0, 8)}@example.com`, name: `u${i}`, created_at: now }));
+    const userId = (i: number): string => users[i % USERS]?.id ?? '';
+    await store.db.transaction().execute(async (trx) => {
+      for (const part of chunks(users)) await trx.insertInto('users').values(part).execute();
+      for (const part of chunks(users.map((u) => ({ workspace_id: ws.id, user_id: u.id, role: 'member' as const, joined_at: now })))) {
+        await trx.insertInto('members').values(part).execute();
+      }
+      const invitations = Array.from({ length: ROWS }, (_, i) => ({
+        id: ids.id(), workspace_id: ws.id, email: `inv-${i}@example.com`, role: 'member' as const, token_hash: hex(),
+        status: 'pending' as const, invited_by: userId(i), expires_at: later, created_at: now, accepted_at: null,
+      }));
+      for (const part of chunks(invitations)) await trx.insertInto('invitations').values(part).execute();
+      const keys = Array.from({ length: ROWS }, (_, i) => ({
+        id: ids.id(), user_id: userId(i), workspace_id: ws.id, name: `k${i}`, key_hash: hex(), key_prefix: 'svc_sk_000000...',
+        expires_at: later, created_at: now, last_used_at: null, revoked_at: null,
+      }));
+      for (const part of chunks(keys)) await trx.insertInto('api_keys').values(part).execute();
+    });
+    return { id: ws.id, counts: await countWorkspace(store, ws.id) };
+  } finally {
+    await store.close();
+  }
+}
+
+async function countsAfterCrash(url: string, workspaceId: string): Promise<Counts> {
+  const store = await createStore(url);
+  try {
+    return await countWorkspace(store, workspaceId);
+  } finally {
+    await store.close();
+  }
+}
+
+describe.each(STORE_KINDS)('kill -9 during a workspace delete on %s', (kind) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await freshDatabase(kind);
+  });
+  afterEach(killAll);
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('leaves either the whole workspace or nothing of it, and the store opens again', { timeout: 180_000 }, async () => {
+    const url = kind === 'sqlite' ? join(db.dir, 'slipway.db') : db.url;
+    let key = '';
+    for (const [attempt, delay] of [0, 8, 16, 30].entries()) {
+      const { proc, base } = await serve(db);
+      if (attempt === 0) key = await waitFor('the bootstrap key', () => keysIn(proc.stdout())[0], proc);
+      const slug = `crash-${attempt}`;
+      expect((await api(base, 'POST', '/api/workspaces', key, { name: slug, slug })).status).toBe(201);
+      const { id, counts } = await fill(url, slug);
+      expect(counts).toEqual({ workspaces: 1, members: USERS + 1, invitations: ROWS, api_keys: ROWS });
+
+      const reply = fetch(`${base}/api/workspaces/${slug}`, { method: 'DELETE', headers: { 'x-api-key': key } }).then(
+        (r) => r.status,
+        () => null,
+      );
+      // Kill shortly after the server has logged the request, so that some kills land inside the delete.
+      await proc.untilStdout(`"method":"DELETE","url":"/api/workspaces/${slug}"`);
+      await sleep(delay);
+      expect(await proc.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+      const status = await reply;
+
+      const after = await countsAfterCrash(url, id);
+      const gone: Counts = { workspaces: 0, members: 0, invitations: 0, api_keys: 0 };
+      expect([counts, gone], `attempt ${attempt} (delay ${delay} ms, reply ${String(status)})`).toContainEqual(after);
+      // A delete the server confirmed is never lost.
+      if (status === 200) expect(after).toEqual(gone);
+    }
+
+    const { base } = await serve(db);
+    const ready = await api<{ status: string }>(base, 'GET', '/readyz');
+    expect(ready).toEqual({ status: 200, body: { success: true, data: { status: 'ready' } } });
+    expect((await api(base, 'GET', '/api/workspaces', key)).status).toBe(200);
+    expect(readFileSync(join(db.dir, 'bootstrap-key'), 'utf8').trim()).toBe(key);
+  });
+});
