@@ -36,6 +36,8 @@ export const Email = Type.String({ format: 'email', maxLength: 254, 'x-error': '
 
 export const SlugParams = Type.Object({ slug: Type.String() });
 
+export const ProjectParams = Type.Object({ slug: Type.String(), project_slug: Type.String() });
+
 /** The statuses every authenticated route can answer with besides its success. */
 export const authErrors = {
   400: ErrorEnvelope,

@@ -50,6 +50,11 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
   }
   const subject = path === '' ? `The ${PART_NAMES[part] ?? part}` : field(path);
   const child = (name: string) => field(path === '' ? name : `${path}.${name}`);
+  if (e.keyword === 'propertyNames' || e.propertyName !== undefined) {
+    // A bad key of a map (env/bulk's variables): name the key, then the rule.
+    const rule = typeof custom === 'string' ? custom : 'must use allowed names only';
+    return `${subject} ${rule} (${JSON.stringify(e.propertyName ?? '')} is not).`;
+  }
   if (typeof custom === 'string' && !['required', 'additionalProperties', 'type'].includes(e.keyword)) {
     return `${subject} ${custom}.`;
   }
@@ -63,7 +68,7 @@ export function describeValidationError(errors: ErrorObject[], part: string): st
     case 'type': {
       const t = String(p['type']);
       const article = /^[aeiou]/.test(t) ? 'an' : 'a';
-      return `${subject} must be ${article} ${t === 'object' ? 'JSON object' : t}.`;
+      return t === 'object' ? `${subject} must be a JSON object.` : `${subject} must be ${article} ${t}.`;
     }
     case 'minLength':
       return Number(p['limit']) === 1 ? `${subject} must not be empty.` : `${subject} must be at least ${limit} characters long.`;

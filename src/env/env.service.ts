@@ -1,6 +1,226 @@
+import type { Kysely } from 'kysely';
+import { iso } from '../domain/clock.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
+import { resolveProject, type ProjectRow } from '../projects/resolve.js';
+import { isUniqueViolation, lockClause } from '../store/dialects.js';
+import type { DB, EnvVarsTable } from '../store/schema.js';
+import type { Access } from '../tenancy/context.js';
 
-/** Project environment variables (filled in by the env-vars work). */
+/** A name a POSIX shell accepts: a letter or underscore, then letters, digits and underscores. */
+export const ENV_KEY_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+export const MAX_ENV_KEY_LENGTH = 256;
+/** 32 KiB, counted in bytes of UTF-8: what the container's environment will hold. */
+export const MAX_ENV_VALUE_BYTES = 32 * 1024;
+export const MAX_BULK_VARIABLES = 1000;
+
+export interface EnvVarView {
+  id: string;
+  key: string;
+  /** "" for a secret: its value is never returned */
+  value: string;
+  is_secret: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BulkCounts {
+  created: number;
+  updated: number;
+  deleted: number;
+}
+
+type EnvRow = EnvVarsTable;
+
+const envView = (row: EnvRow): EnvVarView => ({
+  id: row.id,
+  key: row.key,
+  value: row.is_secret === 1 ? '' : row.value,
+  is_secret: row.is_secret === 1,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});
+
+/** By key, in code-unit order (keys are ASCII): the same on both stores, whatever their collation. */
+const byKey = (a: EnvRow, b: EnvRow): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/** The schema bounds characters; the limit is on bytes, which only the service can count. */
+function checkValueSize(field: string, value: string): void {
+  if (Buffer.byteLength(value, 'utf8') > MAX_ENV_VALUE_BYTES) {
+    throw invalid(`"${field}" must be at most ${MAX_ENV_VALUE_BYTES} bytes (32 KiB) of UTF-8.`);
+  }
+}
+
+/**
+ * Project environment variables. Secret values are sealed at rest (AES-256-GCM, bound to the
+ * project and key) and never leave through the API; only `resolvedFor` opens them, for deploys.
+ */
 export class EnvService {
-  constructor(readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {}
+
+  async list(access: Access, projectSlug: string): Promise<EnvVarView[]> {
+    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    return (await this.rowsOf(this.deps.store.db, project.id)).map(envView);
+  }
+
+  async create(
+    access: Access,
+    projectSlug: string,
+    input: { key: string; value: string; is_secret?: boolean | undefined },
+  ): Promise<EnvVarView> {
+    checkValueSize('value', input.value);
+    try {
+      return await this.write(access, projectSlug, async (trx, project) => {
+        const now = iso(this.deps.clock.now());
+        const secret = input.is_secret ?? false;
+        const row: EnvRow = {
+          id: this.deps.ids.id(),
+          project_id: project.id,
+          key: input.key,
+          value: secret ? this.seal(project.id, input.key, input.value) : input.value,
+          is_secret: secret ? 1 : 0,
+          created_at: now,
+          updated_at: now,
+        };
+        await trx.insertInto('env_vars').values(row).execute();
+        return envView(row);
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A variable named "${input.key}" already exists in this project.`);
+      throw err;
+    }
+  }
+
+  /**
+   * A new value keeps the variable's secrecy unless `is_secret` says otherwise. Making a plain
+   * value secret seals it; making a secret plain needs a new value, since the old one is never
+   * revealed. A request that changes nothing leaves the row, and its `updated_at`, as they are.
+   */
+  async update(
+    access: Access,
+    projectSlug: string,
+    envId: string,
+    input: { value?: string | undefined; is_secret?: boolean | undefined },
+  ): Promise<EnvVarView> {
+    if (input.value !== undefined) checkValueSize('value', input.value);
+    return this.write(access, projectSlug, async (trx, project) => {
+      const row = await this.find(trx, project.id, envId);
+      const wasSecret = row.is_secret === 1;
+      const secret = input.is_secret ?? wasSecret;
+      if (wasSecret && !secret && input.value === undefined) {
+        throw invalid(`Give a new "value" to make the secret "${row.key}" non-secret; its current value is never revealed.`);
+      }
+      const current = this.plaintext(project.id, row);
+      const value = input.value ?? current;
+      if (value === current && secret === wasSecret) return envView(row);
+      const patch = {
+        value: secret ? this.seal(project.id, row.key, value) : value,
+        is_secret: secret ? 1 : 0,
+        updated_at: iso(this.deps.clock.now()),
+      };
+      await trx.updateTable('env_vars').set(patch).where('id', '=', row.id).execute();
+      return envView({ ...row, ...patch });
+    });
+  }
+
+  async remove(access: Access, projectSlug: string, envId: string): Promise<EnvVarView> {
+    return this.write(access, projectSlug, async (trx, project) => {
+      const row = await this.find(trx, project.id, envId);
+      await trx.deleteFrom('env_vars').where('id', '=', row.id).execute();
+      return envView(row);
+    });
+  }
+
+  /**
+   * Set many variables at once, in one transaction. `merge` (default true) upserts the given
+   * ones; `merge: false` also deletes every variable not named. New variables are plain; an
+   * existing one keeps its secrecy. Only values that actually change count as updated.
+   */
+  async bulk(
+    access: Access,
+    projectSlug: string,
+    input: { variables: Record<string, string>; merge?: boolean | undefined },
+  ): Promise<BulkCounts> {
+    // The schema has checked the names and the count.
+    const given = Object.entries(input.variables);
+    for (const [key, value] of given) checkValueSize(`variables.${key}`, value);
+    const merge = input.merge ?? true;
+    return this.write(access, projectSlug, async (trx, project) => {
+      const existing = new Map((await this.rowsOf(trx, project.id)).map((r) => [r.key, r]));
+      const now = iso(this.deps.clock.now());
+      const counts: BulkCounts = { created: 0, updated: 0, deleted: 0 };
+      const inserts: EnvRow[] = [];
+      for (const [key, value] of given) {
+        const row = existing.get(key);
+        if (row === undefined) {
+          inserts.push({ id: this.deps.ids.id(), project_id: project.id, key, value, is_secret: 0, created_at: now, updated_at: now });
+          continue;
+        }
+        if (this.plaintext(project.id, row) === value) continue;
+        const stored = row.is_secret === 1 ? this.seal(project.id, key, value) : value;
+        await trx.updateTable('env_vars').set({ value: stored, updated_at: now }).where('id', '=', row.id).execute();
+        counts.updated++;
+      }
+      if (inserts.length > 0) await trx.insertInto('env_vars').values(inserts).execute();
+      counts.created = inserts.length;
+      if (!merge) {
+        const named = new Set(given.map(([key]) => key));
+        counts.deleted = [...existing.keys()].filter((key) => !named.has(key)).length;
+        if (counts.deleted > 0) {
+          let q = trx.deleteFrom('env_vars').where('project_id', '=', project.id);
+          // `not in ()` is not SQL; with nothing named, everything goes.
+          if (named.size > 0) q = q.where('key', 'not in', [...named]);
+          await q.execute();
+        }
+      }
+      return counts;
+    });
+  }
+
+  /** Every variable of the project with secrets opened: what a deployment injects into its containers. */
+  async resolvedFor(projectId: string): Promise<Record<string, string>> {
+    const rows = await this.rowsOf(this.deps.store.db, projectId);
+    return Object.fromEntries(rows.map((row) => [row.key, this.plaintext(projectId, row)]));
+  }
+
+  /**
+   * Writers of one project's variables take turns, so that a bulk replace reads and rewrites a
+   * set no one changes meanwhile. PostgreSQL needs the row lock (NO KEY UPDATE, which does not
+   * block inserts elsewhere that reference the project); SQLite runs one writer at a time.
+   */
+  private write<T>(access: Access, projectSlug: string, fn: (trx: Kysely<DB>, project: ProjectRow) => Promise<T>): Promise<T> {
+    return this.deps.store.db.transaction().execute(async (trx) => {
+      const project = await resolveProject(trx, access, projectSlug);
+      if (lockClause(this.deps.store.dialect)) {
+        await trx.selectFrom('projects').select('id').where('id', '=', project.id).forNoKeyUpdate().execute();
+      }
+      return fn(trx, project);
+    });
+  }
+
+  private async rowsOf(db: Kysely<DB>, projectId: string): Promise<EnvRow[]> {
+    const rows = await db.selectFrom('env_vars').selectAll().where('project_id', '=', projectId).execute();
+    return rows.sort(byKey);
+  }
+
+  /** The variable `envId` of this project, or 404: an id of another project is not found here. */
+  private async find(db: Kysely<DB>, projectId: string, envId: string): Promise<EnvRow> {
+    const row = await db
+      .selectFrom('env_vars')
+      .selectAll()
+      .where('id', '=', envId)
+      .where('project_id', '=', projectId)
+      .executeTakeFirst();
+    if (row === undefined) throw notFound('Environment variable');
+    return row;
+  }
+
+  /** The context binds a sealed value to its row: copied to another project or key, it does not open. */
+  private seal(projectId: string, key: string, value: string): string {
+    return this.deps.secrets.seal(value, `env:${projectId}:${key}`);
+  }
+
+  private plaintext(projectId: string, row: EnvRow): string {
+    return row.is_secret === 1 ? this.deps.secrets.open(row.value, `env:${projectId}:${row.key}`) : row.value;
+  }
 }

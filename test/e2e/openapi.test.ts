@@ -9,7 +9,8 @@ interface Operation {
 interface Schema {
   type?: string;
   properties?: Record<string, Schema>;
-  additionalProperties?: boolean;
+  additionalProperties?: boolean | Schema;
+  propertyNames?: Schema;
   items?: Schema;
 }
 interface Doc {
@@ -22,7 +23,10 @@ const openApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 /** Every object schema a client may send must reject unknown fields. */
 function closedObjects(schema: Schema, at: string, out: string[]): void {
-  if (schema.type === 'object' && schema.additionalProperties !== false) out.push(at);
+  // A map whose names are constrained (propertyNames) is closed too: env/bulk's variables.
+  const closed = schema.additionalProperties === false || schema.propertyNames !== undefined;
+  if (schema.type === 'object' && !closed) out.push(at);
+  if (typeof schema.additionalProperties === 'object') closedObjects(schema.additionalProperties, `${at}.*`, out);
   for (const [k, v] of Object.entries(schema.properties ?? {})) closedObjects(v, `${at}.${k}`, out);
   if (schema.items !== undefined) closedObjects(schema.items, `${at}[]`, out);
 }

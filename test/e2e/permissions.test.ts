@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { atLeast, type Role } from '../../src/domain/roles.js';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
-import { makeUser, makeWorkspace, startTestServer, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
+import { makeProject, makeUser, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 /**
@@ -19,6 +19,14 @@ interface Fixture {
   invitationId: string;
   /** a user who belongs to no workspace yet */
   loneUserId: string;
+  project: TestProject;
+  /** a custom domain of `project` */
+  domainId: string;
+  /** an environment variable of `project` */
+  envId: string;
+  /** a project with a Git connection and one deployment */
+  connected: TestProject;
+  deploymentId: string;
 }
 
 interface Row {
@@ -35,6 +43,7 @@ interface Row {
 
 const ws = (f: Fixture) => `/api/workspaces/${f.w.slug}`;
 let slugs = 0;
+const proj = (f: Fixture) => `${ws(f)}/projects/${f.project.slug}`;
 
 const TABLE: Row[] = [
   { method: 'GET', url: '/healthz', who: 'public', ok: 200, path: () => '/healthz' },
@@ -63,6 +72,32 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/api-keys', who: 'member', ok: 200, path: (f) => `${ws(f)}/api-keys` },
   // Someone else's key: owners and admins only.
   { method: 'DELETE', url: '/api/workspaces/:slug/api-keys/:key_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/api-keys/${f.targetKeyId}` },
+
+  { method: 'POST', url: '/api/workspaces/:slug/projects', who: 'member', ok: 201, path: (f) => `${ws(f)}/projects`, body: () => ({ name: `p-${(slugs++).toString()}` }) },
+  { method: 'GET', url: '/api/workspaces/:slug/projects', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj, body: () => ({ replicas: 2 }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/status', who: 'member', ok: 200, path: (f) => `${proj(f)}/status` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 201, path: (f) => `${proj(f)}/git`, body: () => ({ repo_full_name: 'acme/web' }) },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git`, body: () => ({ branch: 'next' }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments?page=1&limit=5` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}` },
+  { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
+  { method: 'PUT', url: '/api/workspaces/:slug/wallet/alert-threshold', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/alert-threshold`, body: () => ({ threshold: 100 }) },
+
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 201, path: (f) => `${proj(f)}/domains`, body: () => ({ domain: `perm-${(slugs++).toString()}.example.com` }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
+
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/bulk', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/bulk`, body: () => ({ variables: { A: '1' }, merge: false }) },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/:env_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/${f.envId}`, body: () => ({ value: 'changed' }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/env/:env_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/${f.envId}` },
 ];
 
 function expected(row: Row, p: Principal): number {
@@ -95,7 +130,34 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
       body: { email: `inv-${w.slug}@example.com`, role: 'member' },
     });
     const lone = await findOrCreateUser(s.deps, s.store.db, `lone-${w.slug}@example.com`);
-    return { w, target, targetKeyId: target.keyId, invitationId: inv.body.data?.id ?? '', loneUserId: lone.id };
+    const project = await makeProject(s, w);
+    const domain = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/projects/${project.slug}/domains`, {
+      key: w.owner.key,
+      body: { domain: `fixture-${w.slug}.example.com` },
+    });
+    const env = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/projects/${project.slug}/env`, {
+      key: w.owner.key,
+      body: { key: 'FIXTURE', value: 'v' },
+    });
+    const connected = await makeProject(s, w);
+    await s.request('POST', `${ws({ w } as Fixture)}/projects/${connected.slug}/git`, { key: w.owner.key, body: { repo_full_name: 'acme/connected' } });
+    const deploymentId = s.deps.ids.id();
+    await s.store.db
+      .insertInto('deployments')
+      .values({ id: deploymentId, project_id: connected.id, status: 'running', source: 'git', image: null, branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
+      .execute();
+    return {
+      w,
+      target,
+      targetKeyId: target.keyId,
+      invitationId: inv.body.data?.id ?? '',
+      loneUserId: lone.id,
+      project,
+      domainId: domain.body.data?.id ?? '',
+      envId: env.body.data?.id ?? '',
+      connected,
+      deploymentId,
+    };
   }
 
   async function keyOf(p: Principal, f: Fixture): Promise<string | undefined> {

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
-import { authErrors, Envelope, StringEnum, Timestamp } from '../../schemas.js';
-import { ProjectParams } from '../projects/projects.schema.js';
+import { authErrors, Envelope, ProjectParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope } from '../../schemas.js';
-import { GitConnection, ProjectParams } from '../projects/projects.schema.js';
+import { authErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../schemas.js';
+import { GitConnection } from '../projects/projects.schema.js';
 
 /** `owner/repository` as GitHub spells them; `.` and `..` are not names. */
 const RepoFullName = Type.String({

@@ -1,10 +1,9 @@
 import { Type } from 'typebox';
 import { DECIMAL_PATTERN } from '../../../projects/resources.js';
-import { authErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
+import { authErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
 
 export const PROJECT_STATUSES = ['pending', 'building', 'deploying', 'running', 'stopped', 'failed', 'crashed', 'suspended'] as const;
 
-export const ProjectParams = Type.Object({ slug: Type.String(), project_slug: Type.String() });
 
 const Decimal = (what: string, example: string) =>
   Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });

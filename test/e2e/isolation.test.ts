@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Kysely } from 'kysely';
+import type { DB } from '../../src/store/schema.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { STORE_KINDS } from '../factories/stores.js';
+
+/**
+ * A member of workspace A, guessing every slug and id of workspace B, on every workspace route
+ * the app registers: always 404, and B is left exactly as it was.
+ */
+interface Ids {
+  slug: string;
+  project_slug: string;
+  env_id: string;
+  domain_id: string;
+  id: string;
+  key_id: string;
+  user_id: string;
+}
+
+/** Valid bodies, so that a request is refused for what it addresses, not for its shape. */
+const BODIES: Record<string, unknown> = {
+  'POST /api/workspaces/:slug/members': { user_id: 'someone', role: 'member' },
+  'PUT /api/workspaces/:slug/members/:user_id': { role: 'member' },
+  'POST /api/workspaces/:slug/invitations': { email: 'guess@example.com', role: 'member' },
+  'POST /api/workspaces/:slug/api-keys': { name: 'guess' },
+  'PUT /api/workspaces/:slug': { name: 'hijacked' },
+  'POST /api/workspaces/:slug/projects': { name: 'intruder' },
+  'PUT /api/workspaces/:slug/projects/:project_slug': { replicas: 3 },
+  'POST /api/workspaces/:slug/projects/:project_slug/git': { repo_full_name: 'evil/repo' },
+  'PUT /api/workspaces/:slug/projects/:project_slug/git': { branch: 'evil' },
+  'POST /api/workspaces/:slug/projects/:project_slug/env': { key: 'EVIL', value: 'x' },
+  'PUT /api/workspaces/:slug/projects/:project_slug/env/bulk': { variables: { EVIL: 'x' }, merge: false },
+  'PUT /api/workspaces/:slug/projects/:project_slug/env/:env_id': { value: 'evil' },
+  'POST /api/workspaces/:slug/projects/:project_slug/domains': { domain: 'evil.example.org' },
+  'PUT /api/workspaces/:slug/projects/:project_slug/uptime': { enabled: true },
+  'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
+};
+
+async function snapshot(db: Kysely<DB>, workspaceId: string): Promise<unknown> {
+  const projects = await db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute();
+  const ids = projects.map((p) => p.id);
+  const inProjects = async (table: 'env_vars' | 'domains' | 'git_connections' | 'deployments' | 'uptime_monitors') =>
+    ids.length === 0 ? [] : db.selectFrom(table).selectAll().where('project_id', 'in', ids).execute();
+  return {
+    workspace: await db.selectFrom('workspaces').selectAll().where('id', '=', workspaceId).execute(),
+    members: await db.selectFrom('members').selectAll().where('workspace_id', '=', workspaceId).orderBy('user_id').execute(),
+    invitations: await db.selectFrom('invitations').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
+    keys: await db.selectFrom('api_keys').select(['id', 'revoked_at', 'expires_at']).where('workspace_id', '=', workspaceId).orderBy('id').execute(),
+    wallet: await db.selectFrom('wallets').selectAll().where('workspace_id', '=', workspaceId).execute(),
+    projects,
+    env: await inProjects('env_vars'),
+    domains: await inProjects('domains'),
+    git: await inProjects('git_connections'),
+    deployments: await inProjects('deployments'),
+    uptime: await inProjects('uptime_monitors'),
+  };
+}
+
+describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
+  let s: TestServer;
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  let bIds: Ids;
+  let aProject: string;
+
+  beforeAll(async () => {
+    s = await startTestServer(kind);
+    a = await makeWorkspace(s);
+    b = await makeWorkspace(s);
+    const key = b.owner.key;
+    const bp = `/api/workspaces/${b.slug}/projects`;
+    // Both workspaces have a project named "shared": B's child ids are then tried under A's own project.
+    await s.request('POST', `/api/workspaces/${a.slug}/projects`, { key: a.owner.key, body: { name: 'shared' } });
+    aProject = 'shared';
+    const project = await s.request<{ id: string; slug: string }>('POST', bp, { key, body: { name: 'shared' } });
+    await s.request('POST', `${bp}/shared/git`, { key, body: { repo_full_name: 'b/repo' } });
+    const env = await s.request<{ id: string }>('POST', `${bp}/shared/env`, { key, body: { key: 'SECRET', value: 'b-only', is_secret: true } });
+    const domain = await s.request<{ id: string }>('POST', `${bp}/shared/domains`, { key, body: { domain: 'b.example.com' } });
+    await s.request('PUT', `${bp}/shared/uptime`, { key, body: { enabled: true, chat_webhook_url: 'https://hooks.example.com/b' } });
+    const deploymentId = s.deps.ids.id();
+    await s.store.db
+      .insertInto('deployments')
+      .values({ id: deploymentId, project_id: project.body.data?.id ?? '', status: 'running', source: 'git', image: 'b:1', branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
+      .execute();
+    const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
+    bIds = {
+      slug: b.slug,
+      project_slug: 'shared',
+      env_id: env.body.data?.id ?? '',
+      domain_id: domain.body.data?.id ?? '',
+      id: `${deploymentId}|${inv.body.data?.id ?? ''}`,
+      key_id: b.member.keyId,
+      user_id: b.member.id,
+    };
+  });
+  afterAll(async () => s.close());
+
+  const workspaceRoutes = () => s.app.routeTable.filter((r) => r.method !== 'HEAD' && r.url.startsWith('/api/workspaces/:slug'));
+
+  function fill(url: string, ids: Ids, idChoice: number): string {
+    return url.replace(/:([a-z_]+)/g, (_m, name: string) => {
+      const value = ids[name as keyof Ids];
+      return name === 'id' ? (value.split('|')[idChoice] ?? value) : value;
+    });
+  }
+
+  it('answers 404 to a member of A for every route addressed at B, and changes nothing in B', async () => {
+    const before = await snapshot(s.store.db, b.id);
+    const routes = workspaceRoutes();
+    expect(routes.length).toBeGreaterThan(20);
+    for (const route of routes) {
+      const body = BODIES[`${route.method} ${route.url}`];
+      for (const idChoice of [0, 1]) {
+        for (const caller of [a.owner, a.member]) {
+          const r = await s.request(route.method, fill(route.url, bIds, idChoice), { key: caller.key, ...(body === undefined ? {} : { body }) });
+          expect(r.status, `${route.method} ${route.url}: ${r.text}`).toBe(404);
+          expect(r.text).not.toContain('b-only');
+        }
+      }
+    }
+    expect(await snapshot(s.store.db, b.id)).toEqual(before);
+  });
+
+  it("answers 404 for B's ids used under A's own workspace and project", async () => {
+    const before = await snapshot(s.store.db, b.id);
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id)\b/.test(r.url));
+    expect(withChildId.length).toBeGreaterThanOrEqual(6);
+    const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject };
+    for (const route of withChildId) {
+      const body = BODIES[`${route.method} ${route.url}`];
+      for (const idChoice of [0, 1]) {
+        const r = await s.request(route.method, fill(route.url, mixed, idChoice), { key: a.owner.key, ...(body === undefined ? {} : { body }) });
+        expect(r.status, `${route.method} ${route.url}: ${r.text}`).toBe(404);
+      }
+    }
+    expect(await snapshot(s.store.db, b.id)).toEqual(before);
+  });
+});
