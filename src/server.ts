@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { buildApp, type App } from './api/app.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
@@ -21,8 +21,25 @@ export interface Running {
   close(): Promise<void>;
 }
 
+/**
+ * A store that holds sealed values must never get a fresh key: that would make every secret
+ * unreadable without a word. Refuse to start instead, naming the file to restore.
+ */
+async function guardSecretKey(config: Config, store: Store): Promise<void> {
+  if (existsSync(config.secretKeyFile)) return;
+  const { db } = store;
+  const sealedEnv = await db.selectFrom('env_vars').select('id').where('is_secret', '=', 1).limit(1).executeTakeFirst();
+  const sealedHook = await db.selectFrom('uptime_monitors').select('project_id').where('chat_webhook_url', 'is not', null).limit(1).executeTakeFirst();
+  if (sealedEnv !== undefined || sealedHook !== undefined) {
+    throw new StartError(
+      `the secret key file ${config.secretKeyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.`,
+    );
+  }
+}
+
 /** Every service's dependencies, from the configuration and an open store. */
-export function createDeps(config: Config, store: Store): Deps {
+export async function createDeps(config: Config, store: Store): Promise<Deps> {
+  await guardSecretKey(config, store);
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
   return {
     store,
@@ -43,7 +60,7 @@ export function createDeps(config: Config, store: Store): Deps {
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
   try {
-    const deps = createDeps(config, store);
+    const deps = await createDeps(config, store);
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,

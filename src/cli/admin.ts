@@ -19,7 +19,7 @@ export async function createUser(config: Config, input: { email: string; workspa
   const role: Role = input.role;
   const store = await createStore(config.databaseUrl);
   try {
-    const deps = createDeps(config, store);
+    const deps = await createDeps(config, store);
     const keys = new ApiKeyService(deps);
     return await store.db.transaction().execute(async (trx) => {
       const ws = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirst();

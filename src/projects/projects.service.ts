@@ -44,7 +44,12 @@ export class ProjectService {
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
     checkSizes(input);
     const slug = slugify(input.name);
-    if (slug === '') throw invalid('"name" must contain at least one letter or digit.');
+    if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
+    // `<project>-<workspace>` is one DNS label of the default domain: at most 63 characters.
+    const room = 63 - 1 - access.workspace.slug.length;
+    if (slug.length > room) {
+      throw invalid(`"name" is too long: its slug "${slug}" must have at most ${room.toString()} characters in this workspace, to fit the default domain.`);
+    }
     const now = iso(this.deps.clock.now());
     const row: ProjectsTable = {
       id: this.deps.ids.id(),

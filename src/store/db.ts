@@ -19,9 +19,14 @@ export interface Store {
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url);
 
 /** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */
-export async function createStore(url: string): Promise<Store> {
+export async function createStore(url: string, opts: { upTo?: string } = {}): Promise<Store> {
   const store = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''));
-  await migrate(store);
+  try {
+    await migrate(store, opts.upTo);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   return store;
 }
 
@@ -65,9 +70,10 @@ function openPostgres(url: string): Store {
   };
 }
 
-async function migrate(store: Store): Promise<void> {
+/** Migrate to the latest version, or (for tests of a migration itself) up to a named one. */
+async function migrate(store: Store, upTo?: string): Promise<void> {
   const migrator = new Migrator({ db: store.db, provider: migrationProvider(store.dialect) });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = upTo === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(upTo);
   if (error !== undefined) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`Store migration ${failed} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`);

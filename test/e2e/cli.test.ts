@@ -1,7 +1,7 @@
 // The built launcher `bin/slipway`, run as child processes: what a user sees on stdout, stderr,
 // in the exit code, in the data directory and through the API. Needs `npx tsc -p tsconfig.build.json`.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +94,27 @@ describe.each(STORE_KINDS)('bootstrap and admin create-user on %s', (kind) => {
     expect(proc.stdout()).not.toContain('bootstrapped');
     expect(readFileSync(join(db.dir, 'bootstrap-key'), 'utf8').trim()).toBe(key);
     expect(readFileSync(join(db.dir, 'secret.key'), 'utf8')).toBe(secret);
+  });
+
+  it('refuses to start with a new secret key when the store holds values sealed with the lost one', async () => {
+    const { proc, base } = await serve(db);
+    await api(base, 'POST', '/api/workspaces/default/projects', key, { name: 'sealed' });
+    const env = await api(base, 'POST', '/api/workspaces/default/projects/sealed/env', key, { key: 'TOKEN', value: 'hush', is_secret: true });
+    expect(env.status).toBe(201);
+    await proc.stop('SIGTERM');
+    const keyFile = join(db.dir, 'secret.key');
+    const secret = readFileSync(keyFile, 'utf8');
+    rmSync(keyFile);
+    const port = await freePort();
+    const r = await runSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, ...storeArgs(db)]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`slipway: the secret key file ${keyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.\n`);
+    expect(existsSync(keyFile)).toBe(false);
+    // Restoring the file is all it takes.
+    writeFileSync(keyFile, secret, { mode: 0o600 });
+    const again = await serve(db);
+    expect((await api(again.base, 'GET', '/api/workspaces/default/projects/sealed/env', key)).status).toBe(200);
+    await again.proc.stop('SIGTERM');
   });
 
   it('admin create-user, run next to the server, prints a key that acts with the given role', async () => {

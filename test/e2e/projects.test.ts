@@ -78,7 +78,8 @@ describe.each(STORE_KINDS)('projects on %s', (kind) => {
     [{ name: 'x', cpu: '9' }, '"cpu" must be between "0.1" and "8" vCPU.'],
     [{ name: 'x', ram: '0.1' }, '"ram" must be between "0.125" and "32" GiB.'],
     [{ name: 'x', ram: '-1' }, '"ram" must be a decimal number in a string, like "0.5" (GiB, 0.125 to 32).'],
-    [{ name: '!!!' }, '"name" must contain at least one letter or digit.'],
+    [{ name: '!!!' }, '"name" must contain at least one ASCII letter or digit.'],
+    [{ name: 'n'.repeat(63) }, expect.stringMatching(/^"name" is too long: its slug "n+" must have at most \d+ characters in this workspace, to fit the default domain\.$/)],
     [{ port: 80 }, '"name" is required.'],
     [{ name: 'x', image: 'nginx' }, 'Unknown field "image".'],
   ])('rejects %j with 400', async (body, message) => {

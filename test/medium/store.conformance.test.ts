@@ -127,6 +127,24 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     expect(rows.every((r) => r.last_used_at === null)).toBe(true);
   });
 
+  it('gives workspaces that predate wallets an empty wallet when migrating', async () => {
+    const old = await freshDatabase(kind);
+    try {
+      const partial = await createStore(old.url, { upTo: '2026-11-21T000000-tenancy' });
+      await partial.db.insertInto('workspaces').values({ id: 'w-old', name: 'Old', slug: 'old', settings: '{}', created_at: now, updated_at: now }).execute();
+      await partial.close();
+      const full = await createStore(old.url);
+      try {
+        const wallet = await full.db.selectFrom('wallets').selectAll().where('workspace_id', '=', 'w-old').executeTakeFirstOrThrow();
+        expect([toNumber(wallet.balance), wallet.currency, toNumber(wallet.alert_threshold)]).toEqual([0, 'USD', 0]);
+      } finally {
+        await full.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
   it('answers ping, and fails it once closed', async () => {
     await expect(store.ping()).resolves.toBeUndefined();
     const other = await createStore(database.url);

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Dialect } from '../dialects.js';
 
 // Frozen: never edit a migration that has shipped; add a new one instead.
@@ -98,6 +98,10 @@ export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> 
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
+
+  // Workspaces that exist already get an empty wallet (no credit is invented for them).
+  await sql`insert into wallets (workspace_id, balance, currency, alert_threshold, created_at, updated_at)
+            select id, 0, 'USD', 0, created_at, created_at from workspaces`.execute(db);
 
   await db.schema
     .createTable('wallet_transactions')
