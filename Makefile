@@ -26,7 +26,9 @@ lint: install
 
 ## Install what the tests need, type-check, lint and run the whole suite; ends with "N passed, N failed".
 test: build typecheck lint
+	@bash scripts/ensure-system.sh
 	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
+	@bash scripts/ensure-docker.sh
 	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
 
 clean:

@@ -1,0 +1,234 @@
+/**
+ * The container runtime port: everything the orchestrator asks of a container engine. The Docker
+ * Engine driver implements it now (src/runtime/docker); Swarm and Kubernetes drivers later pass
+ * the same conformance suite (test/medium/runtime.conformance.test.ts).
+ *
+ * Expected outcomes are values: a failed, timed-out or cancelled build is a BuildResult, a
+ * container or image that is gone is `null` (or `false` from a removal). An exception means the
+ * engine could not do what was asked (unreachable, refused the request).
+ */
+
+/** Labels as the engine stores them. */
+export type Labels = Readonly<Record<string, string>>;
+
+/** The Slipway records a container or image belongs to (ids); the driver stores them as labels. */
+export interface Owner {
+  workspace: string;
+  project: string;
+  deployment: string;
+}
+
+/**
+ * Picks resources that carry every given label. `owner` fields are matched through the driver's
+ * own label keys; only resources Slipway manages are ever matched.
+ */
+export interface Selector {
+  owner?: Partial<Owner>;
+  labels?: Labels;
+}
+
+export interface EngineInfo {
+  /** e.g. "Docker Engine" */
+  engine: string;
+  version: string;
+  /** the newest API version the engine speaks, e.g. "1.41" */
+  apiVersion: string;
+  os: string;
+  arch: string;
+}
+
+export interface NetworkSpec {
+  /** `ws-<slug>` (DESIGN §4) */
+  name: string;
+  /** the owning workspace's id */
+  workspace: string;
+  labels?: Labels;
+}
+
+export interface NetworkInfo {
+  id: string;
+  name: string;
+  /** false when the network already existed */
+  created: boolean;
+}
+
+export interface BuildSpec {
+  /** the directory sent as the build context */
+  contextDir: string;
+  /** the Dockerfile's path inside contextDir, "/"-separated; default "Dockerfile" */
+  dockerfile?: string;
+  /** the reference the image gets, `repository:tag` */
+  tag: string;
+  owner?: Owner;
+  labels?: Labels;
+  buildArgs?: Readonly<Record<string, string>>;
+  /** called once per output line, in the engine's order, without the line break */
+  onLine?: (line: string) => void;
+  /** the build is stopped and reported `timed_out` after this long */
+  timeoutMs?: number;
+  /** aborting stops the build, reported `cancelled` */
+  signal?: AbortSignal;
+}
+
+export type BuildResult =
+  | { status: 'succeeded'; imageId: string; tag: string }
+  /** `error` is the engine's own message, e.g. "The command '/bin/sh -c exit 3' returned a non-zero code: 3" */
+  | { status: 'failed'; error: string }
+  | { status: 'timed_out'; error: string }
+  | { status: 'cancelled'; error: string };
+
+export interface ImageInfo {
+  id: string;
+  tags: string[];
+  labels: Labels;
+  createdAt: Date;
+  sizeBytes: number;
+}
+
+export type RestartPolicy =
+  | { kind: 'never' }
+  | { kind: 'on-failure'; maxRetries: number }
+  | { kind: 'always' }
+  /** like `always`, but a container Slipway stopped stays stopped when the engine restarts */
+  | { kind: 'unless-stopped' };
+
+export interface ContainerSpec {
+  /** unique on the engine */
+  name: string;
+  /** an image present on the engine: the runtime never pulls */
+  image: string;
+  /** replaces the image's command; an argument vector, never a shell string */
+  command?: readonly string[];
+  env: Readonly<Record<string, string>>;
+  owner: Owner;
+  labels?: Labels;
+  /** vCPU, e.g. 0.5 */
+  cpu: number;
+  memoryBytes: number;
+  /** the workspace network to attach to */
+  network: string;
+  /** extra DNS names on that network */
+  aliases?: readonly string[];
+  /** the port the app listens on; published on 127.0.0.1 with an ephemeral host port */
+  port?: number;
+  restart: RestartPolicy;
+}
+
+export type ContainerState = 'created' | 'running' | 'restarting' | 'paused' | 'exited' | 'dead' | 'removing';
+
+export interface ContainerInfo {
+  id: string;
+  name: string;
+  /** the image reference it was created from */
+  image: string;
+  state: ContainerState;
+  /** restarts done by the engine's restart policy */
+  restartCount: number;
+  /** the last (re)start; null when never started */
+  startedAt: Date | null;
+  /** the last exit; null while it has never exited */
+  finishedAt: Date | null;
+  exitCode: number | null;
+  oomKilled: boolean;
+  /** the app port inside the container, and its published port on 127.0.0.1 (null when not published or not running) */
+  port: number | null;
+  hostPort: number | null;
+  /** the container's address on its network (for `--upstream-mode network`) */
+  networkAddress: string | null;
+  /** limits as the engine applies them: vCPU and bytes, null when unlimited */
+  cpu: number | null;
+  memoryBytes: number | null;
+  owner: Owner | null;
+  labels: Labels;
+}
+
+export interface StopOptions {
+  /** seconds between the stop signal and the kill; default 10 */
+  graceSeconds?: number;
+}
+
+/** Resource use of a running container, measured by the engine. */
+export interface ContainerUsage {
+  /** CPU used over the sampling window, in millicores (1000 = one core) */
+  cpuMillicores: number;
+  /** memory in use (page cache that can be reclaimed excluded, as `docker stats` shows it) */
+  memoryBytes: number;
+  /** the memory limit the engine enforces (the host's memory when unlimited) */
+  memoryLimitBytes: number;
+}
+
+export type LogStream = 'stdout' | 'stderr';
+
+export interface LogLine {
+  stream: LogStream;
+  /** when the engine received the line */
+  at: Date;
+  message: string;
+}
+
+export interface LogOptions {
+  /** keep the feed open for new lines until the container stops or the feed is closed */
+  follow: boolean;
+  since?: Date;
+  /** only the last N lines of the history */
+  tail?: number;
+}
+
+export type RuntimeEvent =
+  | { type: 'start'; containerId: string; name: string; at: Date; owner: Owner | null; labels: Labels }
+  | { type: 'die'; containerId: string; name: string; at: Date; exitCode: number; owner: Owner | null; labels: Labels };
+
+/**
+ * A live sequence (log lines, events): iterate it with `for await`. It ends when its source ends;
+ * close() (or leaving the loop) stops it and releases the connection. A source that fails makes
+ * the iteration throw.
+ */
+export interface Feed<T> extends AsyncIterable<T> {
+  close(): void;
+}
+
+export interface Purged {
+  containers: number;
+  networks: number;
+  volumes: number;
+  images: number;
+}
+
+export interface Runtime {
+  /** the driver's name for logs and metrics, e.g. "docker" */
+  readonly driver: string;
+
+  /** Asks the engine who it is; refuses (throws) an engine that is unreachable or too old. */
+  check(): Promise<EngineInfo>;
+
+  /** Creates the network unless it exists; safe to call concurrently. */
+  ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
+
+  build(spec: BuildSpec): Promise<BuildResult>;
+  /** Gives the image `source` the reference `target` (`repository:tag`). */
+  tagImage(source: string, target: string): Promise<void>;
+  inspectImage(ref: string): Promise<ImageInfo | null>;
+  /** Removes the reference (and the image when no other reference keeps it); false when absent. */
+  removeImage(ref: string): Promise<boolean>;
+
+  /** Creates and starts a container; nothing is left behind when it cannot start. */
+  run(spec: ContainerSpec): Promise<ContainerInfo>;
+  inspect(idOrName: string): Promise<ContainerInfo | null>;
+  list(selector: Selector): Promise<ContainerInfo[]>;
+  /** Stops it (idempotent: a stopped or missing container is left as it is). */
+  stop(idOrName: string, opts?: StopOptions): Promise<void>;
+  /** Removes it, running or not; false when it was already gone. */
+  remove(idOrName: string): Promise<boolean>;
+  /** null when the container is not running (or gone). */
+  stats(idOrName: string): Promise<ContainerUsage | null>;
+  /** Throws when the container does not exist. */
+  logs(idOrName: string, opts: LogOptions): Promise<Feed<LogLine>>;
+  /** Container start and die events of managed containers; resolves once the subscription is live. */
+  events(selector: Selector): Promise<Feed<RuntimeEvent>>;
+
+  /**
+   * Removes every managed container, network, volume and image that the selector matches (an
+   * empty selector is refused). For cleanup and orphan removal.
+   */
+  purge(selector: Selector): Promise<Purged>;
+}

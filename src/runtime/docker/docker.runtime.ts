@@ -1,0 +1,587 @@
+import { readdir } from 'node:fs/promises';
+import { Readable, Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import type {
+  BuildResult,
+  BuildSpec,
+  ContainerInfo,
+  ContainerSpec,
+  ContainerState,
+  ContainerUsage,
+  EngineInfo,
+  Feed,
+  ImageInfo,
+  Labels,
+  LogLine,
+  LogOptions,
+  LogStream,
+  NetworkInfo,
+  NetworkSpec,
+  Purged,
+  RestartPolicy,
+  Runtime,
+  RuntimeEvent,
+  Selector,
+  StopOptions,
+} from '../../domain/runtime.js';
+import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
+import { Channel, LineSplitter } from './feed.js';
+import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
+import { hasPrevious, usageFrom, type StatsSample } from './usage.js';
+
+export interface DockerRuntimeOptions {
+  /** a dockerode client; `new Docker()` follows DOCKER_HOST or /var/run/docker.sock */
+  docker: Docker;
+  /** where published ports listen (DESIGN §2 "Upstream addressing"); default 127.0.0.1 */
+  publishHost?: string;
+}
+
+const CONTAINER_STATES: readonly ContainerState[] = ['created', 'running', 'restarting', 'paused', 'exited', 'dead', 'removing'];
+
+/** One item of the build API's JSON stream. */
+interface BuildMessage {
+  stream?: string;
+  status?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { ID?: string };
+}
+
+/** One item of the events API's JSON stream (the fields used). */
+interface EngineEvent {
+  Type?: string;
+  Action?: string;
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
+  time?: number;
+  timeNano?: number;
+}
+
+/** The engine sends null where the API's types promise a map or a list. */
+const orNull = <T>(value: T): T | null => value;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The Runtime on one Docker Engine (API 1.41 and newer), through its HTTP API only. The API
+ * version is not pinned: engines from 29 on refuse requests below 1.44, and check() refuses
+ * engines below 1.41 instead.
+ */
+export class DockerRuntime implements Runtime {
+  readonly driver = 'docker';
+  private readonly docker: Docker;
+  private readonly publishHost: string;
+  /** ensureNetwork calls in flight, by name: concurrent callers share one creation */
+  private readonly creatingNetworks = new Map<string, Promise<NetworkInfo>>();
+
+  constructor(opts: DockerRuntimeOptions) {
+    this.docker = opts.docker;
+    this.publishHost = opts.publishHost ?? '127.0.0.1';
+  }
+
+  async check(): Promise<EngineInfo> {
+    let v: Docker.DockerVersion;
+    try {
+      v = await this.docker.version();
+    } catch (err) {
+      throw new Error(
+        `Docker Engine does not answer at ${this.address()}: ${engineMessage(err)}. Start dockerd (scripts/ensure-docker.sh does) or point DOCKER_HOST at a running engine.`,
+        { cause: err },
+      );
+    }
+    if (compareApiVersions(v.ApiVersion, MIN_API_VERSION) < 0) {
+      throw new Error(
+        `Docker Engine ${v.Version} at ${this.address()} speaks API ${v.ApiVersion}, but Slipway needs API ${MIN_API_VERSION} or newer (Docker Engine 20.10 or later): upgrade the engine.`,
+      );
+    }
+    return { engine: 'Docker Engine', version: v.Version, apiVersion: v.ApiVersion, os: v.Os, arch: v.Arch };
+  }
+
+  ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo> {
+    const pending = this.creatingNetworks.get(spec.name);
+    if (pending !== undefined) return pending.then((n) => ({ ...n, created: false }));
+    const work = this.createNetwork(spec).finally(() => this.creatingNetworks.delete(spec.name));
+    this.creatingNetworks.set(spec.name, work);
+    return work;
+  }
+
+  private async createNetwork(spec: NetworkSpec): Promise<NetworkInfo> {
+    const existing = await this.networksNamed(spec.name);
+    const first = existing[0];
+    if (first !== undefined) return { id: first.Id, name: spec.name, created: false };
+    let id: string;
+    try {
+      const net = await this.docker.createNetwork({
+        Name: spec.name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Labels: withOwner({ workspace: spec.workspace }, spec.labels),
+      });
+      id = net.id;
+    } catch (err) {
+      const again = (await this.networksNamed(spec.name))[0];
+      if (statusOf(err) === 409 && again !== undefined) return { id: again.Id, name: spec.name, created: false };
+      throw new Error(`Cannot create network ${spec.name}: ${engineMessage(err)}`, { cause: err });
+    }
+    // The engine's duplicate check is best effort: when another process created the same name at
+    // the same moment, the oldest network wins and ours goes, so that the name stays unambiguous.
+    const all = await this.networksNamed(spec.name);
+    const winner = all[0];
+    if (winner !== undefined && winner.Id !== id) {
+      await this.docker.getNetwork(id).remove().catch(() => undefined);
+      return { id: winner.Id, name: spec.name, created: false };
+    }
+    return { id, name: spec.name, created: true };
+  }
+
+  /** Networks with exactly this name (the engine's name filter matches substrings), oldest first. */
+  private async networksNamed(name: string): Promise<Docker.NetworkInspectInfo[]> {
+    const found = await this.docker.listNetworks({ filters: { name: [name] } });
+    return found
+      .filter((n) => n.Name === name)
+      .sort((a, b) => a.Created.localeCompare(b.Created) || a.Id.localeCompare(b.Id));
+  }
+
+  async build(spec: BuildSpec): Promise<BuildResult> {
+    if (spec.signal?.aborted === true) return { status: 'cancelled', error: 'The build was cancelled before it started.' };
+    const signals = [spec.signal, spec.timeoutMs === undefined ? undefined : AbortSignal.timeout(spec.timeoutMs)];
+    const signal = AbortSignal.any(signals.filter((s) => s !== undefined));
+    const stopped = (): BuildResult | null => {
+      if (spec.signal?.aborted === true) return { status: 'cancelled', error: 'The build was cancelled.' };
+      if (signal.aborted) return { status: 'timed_out', error: `The build did not finish within ${String((spec.timeoutMs ?? 0) / 1000)} s.` };
+      return null;
+    };
+    let imageId: string | undefined;
+    let failure: string | undefined;
+    // decided when the stream ends, so that a timer firing a moment later cannot turn a finished build into a timeout
+    const end: { interrupted: BuildResult | null } = { interrupted: null };
+    try {
+      // dockerode packs the directory with tar-fs and honours its .dockerignore.
+      const context = { context: spec.contextDir, src: await readdir(spec.contextDir) };
+      const stream = await this.docker.buildImage(context, {
+        t: spec.tag,
+        dockerfile: spec.dockerfile ?? 'Dockerfile',
+        rm: true,
+        // remove intermediate containers of failed steps too, or every failed build leaves one
+        forcerm: true,
+        labels: withOwner(spec.owner, spec.labels),
+        ...(spec.buildArgs === undefined ? {} : { buildargs: { ...spec.buildArgs } }),
+        abortSignal: signal,
+      });
+      const lines = new LineSplitter((line) => spec.onLine?.(line));
+      await new Promise<void>((resolve, reject) => {
+        this.docker.modem.followProgress(
+          stream,
+          // A FAILED build ends like a good one (onFinished(null, output)): the failure is an
+          // {error, errorDetail} item of the stream, caught below.
+          (err) => {
+            lines.flush();
+            end.interrupted = stopped();
+            if (err === null) resolve();
+            else reject(err);
+          },
+          (item: unknown) => {
+            if (!isRecord(item)) return;
+            const m = item as BuildMessage;
+            if (typeof m.stream === 'string') lines.write(stripAnsi(m.stream));
+            else if (typeof m.status === 'string') lines.write(`${m.status}\n`);
+            if (typeof m.aux?.ID === 'string') imageId = m.aux.ID;
+            if (typeof m.error === 'string' || typeof m.errorDetail?.message === 'string') {
+              failure ??= m.errorDetail?.message ?? m.error;
+            }
+          },
+        );
+      });
+    } catch (err) {
+      return end.interrupted ?? stopped() ?? { status: 'failed', error: engineMessage(err) };
+    }
+    // followProgress may report an abort after the response began as a normal end of stream.
+    if (end.interrupted !== null) return end.interrupted;
+    if (failure !== undefined) return { status: 'failed', error: failure };
+    const image = await this.inspectImage(spec.tag);
+    if (image === null) return { status: 'failed', error: `The engine reported no error, but image ${spec.tag} does not exist.` };
+    return { status: 'succeeded', imageId: imageId ?? image.id, tag: spec.tag };
+  }
+
+  async tagImage(source: string, target: string): Promise<void> {
+    const { repo, tag } = splitReference(target);
+    try {
+      await this.docker.getImage(source).tag({ repo, tag });
+    } catch (err) {
+      throw new Error(`Cannot tag image ${source} as ${target}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async inspectImage(ref: string): Promise<ImageInfo | null> {
+    let i: Docker.ImageInspectInfo;
+    try {
+      i = await this.docker.getImage(ref).inspect();
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw err;
+    }
+    return {
+      id: i.Id,
+      tags: orNull(i.RepoTags) ?? [],
+      labels: orNull<Labels>(i.Config.Labels) ?? {},
+      createdAt: new Date(i.Created),
+      sizeBytes: i.Size,
+    };
+  }
+
+  async removeImage(ref: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(ref).remove();
+      return true;
+    } catch (err) {
+      if (statusOf(err) === 404) return false;
+      throw new Error(`Cannot remove image ${ref}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async run(spec: ContainerSpec): Promise<ContainerInfo> {
+    const env = Object.entries(spec.env).map(([key, value]) => {
+      // "A=B=C" would silently become A="B=C": refuse names the engine cannot carry.
+      if (key === '' || key.includes('=') || key.includes('\0')) throw new Error(`Environment variable name ${JSON.stringify(key)} cannot be passed to a container.`);
+      return `${key}=${value}`;
+    });
+    const labels = withOwner(spec.owner, spec.labels);
+    const portKey = spec.port === undefined ? undefined : `${String(spec.port)}/tcp`;
+    if (spec.port !== undefined) labels[LABEL.port] = String(spec.port);
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer({
+        name: spec.name,
+        Image: spec.image,
+        ...(spec.command === undefined ? {} : { Cmd: [...spec.command] }),
+        Env: env,
+        Labels: labels,
+        Tty: false,
+        ...(portKey === undefined ? {} : { ExposedPorts: { [portKey]: {} } }),
+        HostConfig: {
+          NanoCpus: Math.round(spec.cpu * 1e9),
+          Memory: spec.memoryBytes,
+          // no swap on top of the limit: an app over its memory is killed, as the limit says
+          MemorySwap: spec.memoryBytes,
+          NetworkMode: spec.network,
+          RestartPolicy: restartPolicy(spec.restart),
+          // an empty HostPort asks the engine for an ephemeral port
+          ...(portKey === undefined ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: '' }] } }),
+        },
+        NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: [...(spec.aliases ?? [])] } } },
+      });
+    } catch (err) {
+      throw new Error(`Cannot create container ${spec.name} from ${spec.image}: ${engineMessage(err)}`, { cause: err });
+    }
+    try {
+      await container.start();
+    } catch (err) {
+      await container.remove({ force: true, v: true }).catch(() => undefined);
+      throw new Error(`Cannot start container ${spec.name}: ${engineMessage(err)}`, { cause: err });
+    }
+    const info = await this.inspect(container.id);
+    if (info === null) throw new Error(`Container ${spec.name} disappeared right after it started.`);
+    return info;
+  }
+
+  async inspect(idOrName: string): Promise<ContainerInfo | null> {
+    let i: Docker.ContainerInspectInfo;
+    try {
+      i = await this.docker.getContainer(idOrName).inspect();
+    } catch (err) {
+      if (statusOf(err) === 404) return null;
+      throw err;
+    }
+    return this.toInfo(i);
+  }
+
+  private toInfo(i: Docker.ContainerInspectInfo): ContainerInfo {
+    const labels = orNull<Labels>(i.Config.Labels) ?? {};
+    const portLabel = labels[LABEL.port];
+    const port = portLabel === undefined ? null : Number(portLabel);
+    const ports = orNull<Record<string, { HostIp: string; HostPort: string }[] | null | undefined>>(i.NetworkSettings.Ports) ?? {};
+    const bindings = port === null ? [] : (ports[`${String(port)}/tcp`] ?? []);
+    const binding = bindings.find((b) => b.HostIp === this.publishHost) ?? bindings[0];
+    const networks = orNull<Record<string, { IPAddress: string } | undefined>>(i.NetworkSettings.Networks) ?? {};
+    const network = networks[i.HostConfig.NetworkMode ?? ''] ?? Object.values(networks)[0];
+    const finishedAt = engineDate(i.State.FinishedAt);
+    const status = i.State.Status as ContainerState;
+    return {
+      id: i.Id,
+      name: i.Name.replace(/^\//, ''),
+      image: i.Config.Image,
+      state: CONTAINER_STATES.includes(status) ? status : 'dead',
+      restartCount: i.RestartCount,
+      startedAt: engineDate(i.State.StartedAt),
+      finishedAt,
+      exitCode: finishedAt === null ? null : i.State.ExitCode,
+      oomKilled: i.State.OOMKilled,
+      port,
+      hostPort: binding === undefined || binding.HostPort === '' ? null : Number(binding.HostPort),
+      networkAddress: network === undefined || network.IPAddress === '' ? null : network.IPAddress,
+      cpu: (i.HostConfig.NanoCpus ?? 0) > 0 ? (i.HostConfig.NanoCpus ?? 0) / 1e9 : null,
+      memoryBytes: (i.HostConfig.Memory ?? 0) > 0 ? (i.HostConfig.Memory ?? 0) : null,
+      owner: ownerOf(labels),
+      labels,
+    };
+  }
+
+  async list(selector: Selector): Promise<ContainerInfo[]> {
+    const found = await this.docker.listContainers({ all: true, filters: { label: labelFilter(selector) } });
+    // The list answer has neither restart counts nor start times: inspect each one.
+    const infos = await Promise.all(found.map((c) => this.inspect(c.Id)));
+    return infos.filter((i) => i !== null).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async stop(idOrName: string, opts: StopOptions = {}): Promise<void> {
+    try {
+      await this.docker.getContainer(idOrName).stop({ t: opts.graceSeconds ?? 10 });
+    } catch (err) {
+      const status = statusOf(err);
+      // 304: already stopped; 404: gone — both are what was asked for
+      if (status === 304 || status === 404) return;
+      throw new Error(`Cannot stop container ${idOrName}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async remove(idOrName: string): Promise<boolean> {
+    const container = this.docker.getContainer(idOrName);
+    try {
+      await container.remove({ force: true, v: true });
+      return true;
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 404) return false;
+      if (status === 409 && /already in progress/.test(engineMessage(err))) {
+        await container.wait({ condition: 'removed' }).catch(() => undefined);
+        return true;
+      }
+      throw new Error(`Cannot remove container ${idOrName}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async stats(idOrName: string): Promise<ContainerUsage | null> {
+    const info = await this.inspect(idOrName);
+    if (info?.state !== 'running') return null;
+    const container = this.docker.getContainer(idOrName);
+    const sample = async (): Promise<StatsSample | null> => {
+      try {
+        return toSample(await container.stats({ stream: false }));
+      } catch (err) {
+        if (statusOf(err) === 404) return null;
+        throw err;
+      }
+    };
+    const first = await sample();
+    if (first === null) return null;
+    // Engine 20.10 answers stream:false after two collection cycles, with precpu filled; where it
+    // comes back empty, a second sample gives the CPU delta.
+    if (hasPrevious(first)) return usageFrom(null, first);
+    const second = await sample();
+    return second === null ? null : usageFrom(first, second);
+  }
+
+  async logs(idOrName: string, opts: LogOptions): Promise<Feed<LogLine>> {
+    const container = this.docker.getContainer(idOrName);
+    const controller = new AbortController();
+    const query = {
+      stdout: true,
+      stderr: true,
+      timestamps: true,
+      ...(opts.since === undefined ? {} : { since: (opts.since.getTime() / 1000).toFixed(3) }),
+      ...(opts.tail === undefined ? {} : { tail: opts.tail }),
+      abortSignal: controller.signal,
+    };
+    let source: NodeJS.ReadableStream;
+    try {
+      source = opts.follow
+        ? await container.logs({ ...query, follow: true })
+        : Readable.from([await container.logs({ ...query, follow: false })]);
+    } catch (err) {
+      throw new Error(`Cannot read the logs of container ${idOrName}: ${engineMessage(err)}`, { cause: err });
+    }
+    const feed = new Channel<LogLine>(() => { controller.abort(); });
+    const sink = (stream: LogStream): { writable: Writable; splitter: LineSplitter } => {
+      const splitter = new LineSplitter((line) => {
+        const parsed = parseLogLine(stream, line);
+        if (parsed !== null) feed.push(parsed);
+      });
+      // _write runs synchronously inside write(), so lines keep the order the engine sent them in.
+      const writable = new Writable({
+        write(chunk: Buffer, _encoding, callback) {
+          splitter.write(chunk);
+          callback();
+        },
+      });
+      return { writable, splitter };
+    };
+    const out = sink('stdout');
+    const err = sink('stderr');
+    // Containers Slipway runs have no TTY, so the stream is multiplexed (8-byte frame headers).
+    this.docker.modem.demuxStream(source, out.writable, err.writable);
+    const finish = (error?: unknown): void => {
+      out.splitter.flush();
+      err.splitter.flush();
+      feed.end(controller.signal.aborted ? undefined : error);
+    };
+    source.on('end', () => { finish(); });
+    source.on('close', () => { finish(); });
+    source.on('error', (e: unknown) => { finish(e); });
+    return feed;
+  }
+
+  async events(selector: Selector): Promise<Feed<RuntimeEvent>> {
+    const controller = new AbortController();
+    let source: NodeJS.ReadableStream;
+    try {
+      // The engine sends the response headers as soon as the subscription is registered, so
+      // events that happen after this resolves are delivered.
+      source = await this.docker.getEvents({
+        filters: { type: ['container'], event: ['start', 'die'], label: labelFilter(selector) },
+        abortSignal: controller.signal,
+      });
+    } catch (err) {
+      throw new Error(`Cannot subscribe to engine events: ${engineMessage(err)}`, { cause: err });
+    }
+    const feed = new Channel<RuntimeEvent>(() => { controller.abort(); });
+    // NDJSON: one event per line, and a chunk may end in the middle of one.
+    const lines = new LineSplitter((line) => {
+      if (line.trim() === '') return;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return;
+      }
+      const event = toRuntimeEvent(parsed);
+      if (event !== null) feed.push(event);
+    });
+    source.on('data', (chunk: Buffer) => { lines.write(chunk); });
+    const finish = (error?: unknown): void => {
+      lines.flush();
+      feed.end(controller.signal.aborted ? undefined : error);
+    };
+    source.on('end', () => { finish(); });
+    source.on('close', () => { finish(); });
+    source.on('error', (e: unknown) => { finish(e); });
+    return feed;
+  }
+
+  async purge(selector: Selector): Promise<Purged> {
+    if (isEmptySelector(selector)) throw new Error('purge needs a selector: it refuses to remove everything Slipway manages.');
+    const label = labelFilter(selector);
+    const purged: Purged = { containers: 0, networks: 0, volumes: 0, images: 0 };
+
+    const containers = await this.docker.listContainers({ all: true, filters: { label } });
+    const removed = await Promise.all(containers.map((c) => this.remove(c.Id)));
+    purged.containers = removed.filter(Boolean).length;
+
+    for (const n of await this.docker.listNetworks({ filters: { label } })) {
+      if (await ignoreMissing(this.docker.getNetwork(n.Id).remove())) purged.networks++;
+    }
+    const { Volumes: volumes } = await this.docker.listVolumes({ filters: { label } });
+    for (const v of orNull(volumes) ?? []) {
+      if (await ignoreMissing(this.docker.getVolume(v.Name).remove())) purged.volumes++;
+    }
+    purged.images = await this.purgeImages(label);
+    return purged;
+  }
+
+  /**
+   * Untags and removes matching images, newest first, in a few passes: a parent cannot go while
+   * a child image is still there. An image some container still uses is left alone (no force).
+   */
+  private async purgeImages(label: string[]): Promise<number> {
+    let count = 0;
+    for (let pass = 0; pass < 5; pass++) {
+      const images = (await this.docker.listImages({ filters: { label } })).sort((a, b) => b.Created - a.Created);
+      if (images.length === 0) break;
+      let progress = false;
+      for (const image of images) {
+        const tags = (image.RepoTags ?? []).filter((t) => t !== '<none>:<none>');
+        try {
+          for (const tag of tags) await ignoreMissing(this.docker.getImage(tag).remove());
+          if (tags.length === 0) await ignoreMissing(this.docker.getImage(image.Id).remove());
+          count++;
+          progress = true;
+        } catch (err) {
+          if (statusOf(err) !== 409) throw err;
+        }
+      }
+      if (!progress) break;
+    }
+    return count;
+  }
+
+  private address(): string {
+    const modem = this.docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown };
+    if (typeof modem.socketPath === 'string') return modem.socketPath;
+    return `${String(modem.host)}:${String(modem.port)}`;
+  }
+}
+
+function restartPolicy(p: RestartPolicy): Docker.HostRestartPolicy {
+  switch (p.kind) {
+    case 'never':
+      return { Name: 'no' };
+    case 'on-failure':
+      return { Name: 'on-failure', MaximumRetryCount: p.maxRetries };
+    case 'always':
+      return { Name: 'always' };
+    case 'unless-stopped':
+      return { Name: 'unless-stopped' };
+  }
+}
+
+/** "registry:5000/app:v1" → repo "registry:5000/app", tag "v1"; no tag means "latest". */
+function splitReference(ref: string): { repo: string; tag: string } {
+  const colon = ref.lastIndexOf(':');
+  if (colon > ref.lastIndexOf('/')) return { repo: ref.slice(0, colon), tag: ref.slice(colon + 1) };
+  return { repo: ref, tag: 'latest' };
+}
+
+/** Resolves true when the removal happened, false when the thing was already gone. */
+async function ignoreMissing(removal: Promise<unknown>): Promise<boolean> {
+  try {
+    await removal;
+    return true;
+  } catch (err) {
+    if (statusOf(err) === 404) return false;
+    throw err;
+  }
+}
+
+/** With `timestamps`, every line starts with the engine's RFC 3339 (nanosecond) time and a space. */
+function parseLogLine(stream: LogStream, line: string): LogLine | null {
+  const space = line.indexOf(' ');
+  const at = new Date(space < 0 ? line : line.slice(0, space));
+  if (Number.isNaN(at.getTime())) return null;
+  return { stream, at, message: space < 0 ? '' : line.slice(space + 1) };
+}
+
+function toRuntimeEvent(raw: unknown): RuntimeEvent | null {
+  if (!isRecord(raw)) return null;
+  const e = raw as EngineEvent;
+  const id = e.Actor?.ID;
+  if (e.Type !== 'container' || id === undefined) return null;
+  const { name = '', exitCode, image: _image, ...labels } = e.Actor?.Attributes ?? {};
+  const at = new Date(e.timeNano === undefined ? (e.time ?? 0) * 1000 : Math.floor(e.timeNano / 1e6));
+  const common = { containerId: id, name, at, owner: ownerOf(labels), labels };
+  if (e.Action === 'start') return { type: 'start', ...common };
+  if (e.Action === 'die') return { type: 'die', ...common, exitCode: Number(exitCode ?? -1) };
+  return null;
+}
+
+function toSample(s: Docker.ContainerStats): StatsSample {
+  const stats = s.memory_stats.stats as Partial<Record<string, number>> | undefined;
+  return {
+    read: s.read,
+    preread: s.preread,
+    cpu_stats: s.cpu_stats,
+    precpu_stats: s.precpu_stats,
+    memory_stats: {
+      ...(typeof s.memory_stats.usage === 'number' ? { usage: s.memory_stats.usage } : {}),
+      ...(typeof s.memory_stats.limit === 'number' ? { limit: s.memory_stats.limit } : {}),
+      ...(stats === undefined ? {} : { stats }),
+    },
+  };
+}
