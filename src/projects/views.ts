@@ -1,5 +1,5 @@
 import type { Platform } from '../deps.js';
-import type { DeploymentsTable, GitConnectionsTable, ProjectsTable } from '../store/schema.js';
+import type { DeploymentRow, GitConnectionsTable, ProjectsTable } from '../store/schema.js';
 import { toNumber } from '../store/dialects.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
 
@@ -60,9 +60,10 @@ export function projectView(row: ProjectsTable, workspaceSlug: string, platform:
   };
 }
 
-export type DeploymentView = Omit<DeploymentsTable, never>;
+/** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
+export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts'>;
 
-export const deploymentView = (row: DeploymentsTable): DeploymentView => ({
+export const deploymentView = (row: DeploymentRow): DeploymentView => ({
   id: row.id,
   project_id: row.project_id,
   status: row.status,

@@ -1,3 +1,4 @@
+import type { Generated, Selectable } from 'kysely';
 import type { Role } from '../domain/roles.js';
 
 /**
@@ -137,6 +138,21 @@ export interface DeploymentsTable {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** the worker that holds this deployment while it is building or deploying */
+  lease_owner: string | null;
+  lease_until: string | null;
+  attempts: Generated<number>;
+}
+
+/** A deployment as read from the store. */
+export type DeploymentRow = Selectable<DeploymentsTable>;
+
+export interface DeploymentLogsTable {
+  deployment_id: string;
+  /** 1, 2, 3… per deployment: the order lines are replayed in */
+  seq: number;
+  at: string;
+  line: string;
 }
 
 export interface WalletsTable {
@@ -175,4 +191,5 @@ export interface DB {
   deployments: DeploymentsTable;
   wallets: WalletsTable;
   wallet_transactions: WalletTransactionsTable;
+  deployment_logs: DeploymentLogsTable;
 }
