@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install test typecheck lint clean
+.PHONY: run build install test typecheck lint clean bench-router
 
 $(NODE_MODULES_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund
@@ -30,6 +30,12 @@ test: build typecheck lint
 	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
 	@bash scripts/ensure-docker.sh
 	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
+
+## Router throughput and latency (wrk): direct, plain nginx, the nginx driver, the Node driver, plain http-proxy-3.
+bench-router: build
+	@bash scripts/ensure-system.sh
+	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
+	npx tsx bench/router.bench.ts
 
 clean:
 	rm -rf dist test-results .test-env

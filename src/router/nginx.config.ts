@@ -1,0 +1,181 @@
+import { join } from 'node:path';
+import { PAGES, type RouterPage } from './pages.js';
+import { upstreamKey, type Route, type RouteTable } from './route-table.js';
+import { formatAddress, type ListenAddress } from './router.js';
+
+/**
+ * Renders nginx.conf from a route table. Pure: the driver writes, validates (`nginx -t`) and
+ * reloads it. Every value that reaches the text is validated first (host names by the table,
+ * paths here), so nothing can close a directive.
+ */
+export interface NginxConfigSettings {
+  listen: ListenAddress;
+  /** nginx's own directory (absolute): pid, logs, temp paths and the control socket live inside */
+  dir: string;
+  /** answered on the control socket, so the driver can tell when a reload has taken effect */
+  generation: string;
+  workerProcesses: number | 'auto';
+  connectTimeoutSec: number;
+  /** proxy_read_timeout / proxy_send_timeout: how long a WebSocket or a stream may stay silent */
+  idleTimeoutSec: number;
+  /** worker_shutdown_timeout: how long old workers keep WebSockets and streams after a reload */
+  shutdownTimeoutSec: number;
+  accessLog: boolean;
+  scheme: 'http' | 'https';
+  /** temp-path directives exist only for the modules compiled in (`nginx -V`) */
+  modules: { fastcgi: boolean; uwsgi: boolean; scgi: boolean };
+}
+
+export const nginxPaths = (dir: string) => ({
+  conf: join(dir, 'nginx.conf'),
+  next: join(dir, 'nginx.conf.next'),
+  pid: join(dir, 'nginx.pid'),
+  control: join(dir, 'control.sock'),
+  errorLog: join(dir, 'logs', 'error.log'),
+  accessLog: join(dir, 'logs', 'access.log'),
+  stderr: join(dir, 'logs', 'stderr.log'),
+  temp: join(dir, 'temp'),
+});
+
+/** The unix socket path limit (sun_path) is 108 bytes on Linux, 104 on macOS. */
+const MAX_SOCKET_PATH = 100;
+
+/** Paths go into double-quoted nginx strings: refuse what could end or expand them. */
+export function assertSafeDir(dir: string): void {
+  if (!dir.startsWith('/')) throw new Error(`The nginx router directory must be an absolute path, not "${dir}".`);
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  if (/["\\$;{}\u0000-\u001f]/.test(dir)) throw new Error(`The nginx router directory "${dir}" contains a character nginx paths cannot hold (" \\ $ ; { } or a control character).`);
+  if (Buffer.byteLength(nginxPaths(dir).control) > MAX_SOCKET_PATH) {
+    throw new Error(`The nginx router directory "${dir}" is too long for its control socket (${MAX_SOCKET_PATH} bytes at most): choose a shorter path.`);
+  }
+}
+
+const q = (s: string): string => `"${s}"`;
+
+/** A page as the body of `return`: nginx strings expand `$variables`, and ours must stay literal. */
+function returnPage(page: RouterPage): string {
+  if (page.html.includes('$')) throw new Error(`The router page ${page.file} must not contain "$" (nginx would expand it).`);
+  return `default_type "text/html; charset=utf-8";
+      add_header Cache-Control no-store always;
+      return ${page.status} ${q(page.html.replace(/\\/g, '\\\\').replace(/"/g, '\\"'))};`;
+}
+
+const upstreamName = (host: string): string => `slipway.${host}`;
+
+function renderUpstream(route: Route): string {
+  const servers = route.upstreams.map((u) => `    server ${upstreamKey(u)} max_fails=1 fail_timeout=5s;`).join('\n');
+  // keepalive_timeout stays under the 5 s keep-alive of Node's and most apps' servers, so nginx
+  // does not reuse a connection the app is closing.
+  return `  upstream ${upstreamName(route.host)} {
+${servers}
+    keepalive 32;
+    keepalive_timeout 4s;
+  }`;
+}
+
+function renderServer(route: Route, listen: string): string {
+  const body =
+    route.upstreams.length === 0
+      ? `    location / {
+      ${returnPage(PAGES.notRunning)}
+    }`
+      : `    location / {
+      proxy_pass http://${upstreamName(route.host)};
+    }
+    error_page 502 504 @slipway_502;
+    location @slipway_502 {
+      ${returnPage(PAGES.badGateway)}
+    }`;
+  return `  server {
+    listen ${listen};
+    server_name ${route.host};
+${body}
+  }`;
+}
+
+export function renderNginxConfig(table: RouteTable, s: NginxConfigSettings): string {
+  assertSafeDir(s.dir);
+  const p = nginxPaths(s.dir);
+  const listen = formatAddress(s.listen);
+  const routes = table.routes();
+  const temp = [
+    `client_body_temp_path ${q(join(p.temp, 'client_body'))};`,
+    `proxy_temp_path ${q(join(p.temp, 'proxy'))};`,
+    ...(s.modules.fastcgi ? [`fastcgi_temp_path ${q(join(p.temp, 'fastcgi'))};`] : []),
+    ...(s.modules.uwsgi ? [`uwsgi_temp_path ${q(join(p.temp, 'uwsgi'))};`] : []),
+    ...(s.modules.scgi ? [`scgi_temp_path ${q(join(p.temp, 'scgi'))};`] : []),
+  ];
+  return `# Rendered by Slipway from route table version ${table.version}. Do not edit: every route change rewrites it.
+daemon off;
+master_process on;
+worker_processes ${String(s.workerProcesses)};
+worker_rlimit_nofile 16384;
+worker_shutdown_timeout ${s.shutdownTimeoutSec}s;
+pid ${q(p.pid)};
+error_log ${q(p.errorLog)} warn;
+
+events {
+  worker_connections 4096;
+}
+
+http {
+  server_tokens off;
+  default_type application/octet-stream;
+  log_format slipway '$remote_addr [$time_iso8601] "$host" "$request" $status $body_bytes_sent $request_time "$upstream_addr" "$upstream_status"';
+  access_log ${s.accessLog ? `${q(p.accessLog)} slipway buffer=64k flush=1s` : 'off'};
+  ${temp.join('\n  ')}
+  server_names_hash_bucket_size 128;
+  server_names_hash_max_size 16384;
+  client_max_body_size 0;
+  keepalive_timeout 75s;
+
+  # Keep-alive to the apps, except for the requests that ask for an upgrade (WebSockets).
+  map $http_upgrade $slipway_connection {
+    default upgrade;
+    '' '';
+  }
+
+  proxy_http_version 1.1;
+  proxy_set_header Host $http_host;
+  proxy_set_header Upgrade $http_upgrade;
+  proxy_set_header Connection $slipway_connection;
+  proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+  proxy_set_header X-Forwarded-Proto ${s.scheme};
+  proxy_set_header X-Forwarded-Host $http_host;
+  # Streams (SSE, chunked responses, uploads) pass through as they come.
+  proxy_buffering off;
+  proxy_request_buffering off;
+  proxy_connect_timeout ${s.connectTimeoutSec}s;
+  proxy_read_timeout ${s.idleTimeoutSec}s;
+  proxy_send_timeout ${s.idleTimeoutSec}s;
+  # A replica that refuses or times out is skipped for the next one (idempotent requests only).
+  proxy_next_upstream error timeout;
+
+${routes.filter((r) => r.upstreams.length > 0).map(renderUpstream).join('\n\n')}
+
+  # Hosts no project serves.
+  server {
+    listen ${listen} default_server;
+    server_name _;
+    location / {
+      ${returnPage(PAGES.unknownHost)}
+    }
+  }
+
+${routes.map((r) => renderServer(r, listen)).join('\n\n')}
+
+  # The driver's own probe: which rendered config the workers that answer are running.
+  server {
+    listen ${q(`unix:${p.control}`)};
+    access_log off;
+    location = /generation {
+      default_type text/plain;
+      return 200 ${q(s.generation)};
+    }
+    location / {
+      return 404;
+    }
+  }
+}
+`;
+}

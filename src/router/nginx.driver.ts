@@ -1,0 +1,561 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { delimiter, join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { systemRandom, type Random } from '../domain/clock.js';
+import { assertSafeDir, nginxPaths, renderNginxConfig, type NginxConfigSettings } from './nginx.config.js';
+import { RouteTable } from './route-table.js';
+import { silentLog, type ListenAddress, type RouterDriver, type RouterLog } from './router.js';
+
+/**
+ * The production data plane: nginx run as a child process that Slipway supervises, with its
+ * own directory (config, pid, logs, temp paths; never /etc/nginx). A route change renders
+ * nginx.conf, has `nginx -t` validate it, swaps it in and reloads gracefully with SIGHUP: the
+ * old workers finish what they started, new connections go to the new workers, nothing is
+ * refused. Applies run one at a time and bursts are coalesced into one reload.
+ *
+ * nginx runs in its own process group (detached), so it outlives a Slipway that is killed: the
+ * next Slipway finds it through the pid file and adopts it, and the apps keep being served.
+ */
+export interface NginxDriverOptions {
+  listen: ListenAddress;
+  /** nginx's own directory (created; absolute or relative to the working directory) */
+  dir: string;
+  /** default: the first nginx found by findNginx() */
+  binary?: string;
+  workerProcesses?: number | 'auto';
+  /** a replica that has not accepted the connection by then is skipped or answered 502; default 5 */
+  connectTimeoutSec?: number;
+  /** how long a WebSocket or a stream may stay silent; default 3600 */
+  idleTimeoutSec?: number;
+  /** how long old workers keep WebSockets and streams after a reload; default 240 */
+  shutdownTimeoutSec?: number;
+  /** how long apply() waits for old workers to finish their requests; default 10 s */
+  drainTimeoutMs?: number;
+  /** how long a start or a reload may take before it is reported as failed; default 15 s */
+  reloadTimeoutMs?: number;
+  /** how long stop() lets nginx finish gracefully before killing it; default 5 s */
+  stopTimeoutMs?: number;
+  accessLog?: boolean;
+  scheme?: 'http' | 'https';
+  log?: RouterLog;
+  random?: Random;
+}
+
+/** Where nginx is looked for after PATH (Debian puts it in /usr/sbin, often not on a user's PATH). */
+const NGINX_LOCATIONS = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/bin/nginx', '/opt/homebrew/bin/nginx', '/usr/bin/nginx'];
+
+/** The nginx binary to use: on PATH or in the usual places; undefined when there is none. */
+export function findNginx(path = process.env['PATH'] ?? ''): string | undefined {
+  const candidates = [...path.split(delimiter).filter((d) => d !== '').map((d) => join(d, 'nginx')), ...NGINX_LOCATIONS];
+  return candidates.find(isExecutable);
+}
+
+/** `binary` when it can be run, else the one findNginx() finds; undefined when there is none. */
+export function nginxBinary(binary?: string): string | undefined {
+  if (binary !== undefined) return isExecutable(binary) ? binary : undefined;
+  return findNginx();
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class NginxMissingError extends Error {
+  constructor(binary: string | undefined) {
+    super(
+      `nginx was not found${binary === undefined ? ' (looked on PATH and in /usr/sbin)' : ` at ${binary}`}. ` +
+        'Install it (Debian/Ubuntu: apt-get install nginx-light) or choose the built-in Node router.',
+    );
+    this.name = 'NginxMissingError';
+  }
+}
+
+const execFileP = promisify(execFile);
+const sleep = (ms: number): Promise<void> => new Promise((r) => { setTimeout(r, ms); });
+
+interface Master {
+  pid: number;
+  /** undefined for an adopted nginx: not our child, watched by polling */
+  child: ChildProcess | undefined;
+  startedAt: number;
+}
+
+export class NginxDriver implements RouterDriver {
+  readonly name = 'nginx';
+  private readonly dir: string;
+  private readonly paths: ReturnType<typeof nginxPaths>;
+  private readonly opts: NginxDriverOptions;
+  private readonly log: RouterLog;
+  private readonly random: Random;
+  private binary: string | undefined;
+  private modules: NginxConfigSettings['modules'] = { fastcgi: true, uwsgi: true, scgi: true };
+  private state: 'new' | 'starting' | 'started' | 'stopped' | 'released' = 'new';
+  private master: Master | undefined;
+  private adoptedMaster = false;
+  /** the config text as running, with the generation left out, to skip reloads that change nothing */
+  private runningKey: string | undefined;
+  private runningText: string | undefined;
+  private counter = 0;
+  private readonly nonce: string;
+  private queue: Promise<unknown> = Promise.resolve();
+  private wanted: RouteTable = RouteTable.empty();
+  private batch: Promise<{ drained: Promise<void> }> | undefined;
+  private crashes = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private watchTimer: NodeJS.Timeout | undefined;
+
+  constructor(opts: NginxDriverOptions) {
+    this.opts = opts;
+    this.dir = resolve(opts.dir);
+    assertSafeDir(this.dir);
+    this.paths = nginxPaths(this.dir);
+    this.binary = opts.binary;
+    this.log = opts.log ?? silentLog;
+    this.random = opts.random ?? systemRandom;
+    this.nonce = this.random.bytes(4).toString('hex');
+  }
+
+  /** true when start() found an nginx of a previous Slipway still running and took it over */
+  get adopted(): boolean {
+    return this.adoptedMaster;
+  }
+
+  /** the nginx master's pid while it runs */
+  pid(): number | undefined {
+    return this.master?.pid;
+  }
+
+  address(): ListenAddress {
+    return this.opts.listen;
+  }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`The nginx router was already ${this.state}.`);
+    this.state = 'starting';
+    try {
+      this.binary ??= findNginx();
+      if (this.binary === undefined || !isExecutable(this.binary)) throw new NginxMissingError(this.binary);
+      this.modules = await this.inspect(this.binary);
+      await this.prepareDir();
+      const running = this.findRunning();
+      if (running !== undefined) {
+        this.adoptedMaster = true;
+        this.master = { pid: running.pid, child: undefined, startedAt: Date.now() };
+        this.watch(this.master);
+        this.log.info({ pid: running.pid, dir: this.dir }, 'router: adopted the nginx left running by a previous Slipway');
+      } else {
+        const generation = this.nextGeneration();
+        const text = this.render(RouteTable.empty(), generation);
+        await this.validate(text);
+        await rename(this.paths.next, this.paths.conf);
+        await this.launch(generation);
+        this.runningText = text;
+        this.runningKey = this.render(RouteTable.empty(), '');
+      }
+      // stop() may have been called while nginx was starting.
+      if (!this.stillStarting()) throw new Error('The nginx router was stopped while it was starting.');
+      this.state = 'started';
+      this.log.info({ driver: this.name, listen: this.opts.listen, pid: this.master?.pid }, 'router: listening');
+    } catch (err) {
+      this.state = 'stopped';
+      if (this.master?.child !== undefined) await this.kill(this.master);
+      this.master = undefined;
+      throw err;
+    }
+  }
+
+  apply(table: RouteTable): Promise<void> {
+    if (this.state !== 'started') return Promise.reject(new Error(`The nginx router is ${this.state}, not started: routes cannot be applied.`));
+    this.wanted = table;
+    // Calls that arrive while a reload runs share the next one, which takes the latest table.
+    this.batch ??= this.serial(async () => {
+      this.batch = undefined;
+      return this.switchTo(this.wanted);
+    });
+    return this.batch.then(({ drained }) => drained);
+  }
+
+  async stop(): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'released') return;
+    this.state = 'stopped';
+    this.clearTimers();
+    await this.queue.catch(() => undefined);
+    const m = this.master;
+    this.master = undefined;
+    if (m !== undefined) await this.kill(m);
+    await rm(this.paths.control, { force: true });
+    this.log.info({ driver: this.name }, 'router: stopped');
+  }
+
+  /**
+   * Stops supervising and leaves nginx serving its current routes, for a Slipway that hands
+   * over to its next start (which adopts it). stop() is the usual way out.
+   */
+  release(): Promise<void> {
+    if (this.state !== 'started') return Promise.resolve();
+    this.state = 'released';
+    this.clearTimers();
+    this.master?.child?.unref();
+    this.master = undefined;
+    return this.queue.then(() => undefined, () => undefined);
+  }
+
+  /** A method, so that TypeScript does not narrow `state` across the awaits of start(). */
+  private stillStarting(): boolean {
+    return this.state === 'starting';
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async switchTo(table: RouteTable): Promise<{ drained: Promise<void> }> {
+    const key = this.render(table, '');
+    if (key === this.runningKey && this.master !== undefined) return { drained: Promise.resolve() };
+    const generation = this.nextGeneration();
+    const text = this.render(table, generation);
+    await this.validate(text);
+    await rename(this.paths.next, this.paths.conf);
+    try {
+      let drained = Promise.resolve();
+      if (this.master === undefined) await this.launch(generation);
+      else ({ drained } = await this.reload(this.master, generation));
+      this.runningKey = key;
+      this.runningText = text;
+      this.log.info({ version: table.version, hosts: table.routes().length }, 'router: routes applied');
+      return { drained };
+    } catch (err) {
+      // nginx kept its previous config; so does the file a restart would read.
+      if (this.runningText !== undefined) await writeFile(this.paths.conf, this.runningText);
+      throw err;
+    }
+  }
+
+  /** SIGHUP, then wait until the new workers answer and the old ones have stopped taking requests. */
+  private async reload(m: Master, generation: string): Promise<{ drained: Promise<void> }> {
+    // Workers still shutting down from an earlier reload were waited for by that apply.
+    const old = workerPids(m.pid).filter((pid) => !isShuttingDown(pid));
+    const errorsFrom = await fileSize(this.paths.errorLog);
+    process.kill(m.pid, 'SIGHUP');
+    const deadline = Date.now() + (this.opts.reloadTimeoutMs ?? 15_000);
+    for (;;) {
+      if (this.master !== m) throw new Error(`nginx exited during a reload.${await this.reasonSince(errorsFrom)}`);
+      const answered = await probe(this.paths.control).catch(() => undefined);
+      if (answered === generation && old.every((pid) => !isAlive(pid) || isShuttingDown(pid))) break;
+      if (Date.now() > deadline) {
+        throw new Error(`nginx did not take the new router config within ${this.opts.reloadTimeoutMs ?? 15_000} ms.${await this.reasonSince(errorsFrom)}`);
+      }
+      await sleep(10);
+    }
+    // A wrapper, not the promise itself: awaiting reload() must not wait for the drain.
+    return { drained: waitUntil(() => old.every((pid) => !isAlive(pid)), this.opts.drainTimeoutMs ?? 10_000) };
+  }
+
+  /** Runs nginx on the config on disk and waits until it answers with `generation`. */
+  private async launch(generation: string): Promise<void> {
+    const binary = this.binary ?? 'nginx';
+    await rm(this.paths.control, { force: true });
+    const stderrFrom = await fileSize(this.paths.stderr);
+    const errorsFrom = await fileSize(this.paths.errorLog);
+    const stderr = await open(this.paths.stderr, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(binary, ['-p', `${this.dir}/`, '-e', this.paths.errorLog, '-c', this.paths.conf], {
+        detached: true,
+        stdio: ['ignore', 'ignore', stderr.fd],
+      });
+    } finally {
+      await stderr.close();
+    }
+    const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+    if (child.pid === undefined) throw new Error(`nginx could not be started (${binary}): ${(await spawnError).message}`);
+    const m: Master = { pid: child.pid, child, startedAt: Date.now() };
+    this.master = m;
+    child.once('exit', (code, signal) => { this.onExit(m, code === null ? `signal ${String(signal)}` : `code ${code}`); });
+    const deadline = Date.now() + (this.opts.reloadTimeoutMs ?? 15_000);
+    for (;;) {
+      if (this.master !== m) {
+        const reason = (await readSince(this.paths.stderr, stderrFrom)).trim() || (await this.reasonSince(errorsFrom)).trim();
+        throw new Error(`nginx exited at start: ${reason === '' ? 'no message' : reason}`);
+      }
+      if ((await probe(this.paths.control).catch(() => undefined)) === generation) break;
+      if (Date.now() > deadline) {
+        await this.kill(m);
+        throw new Error(`nginx did not answer within ${this.opts.reloadTimeoutMs ?? 15_000} ms of starting.${await this.reasonSince(errorsFrom)}`);
+      }
+      await sleep(20);
+    }
+    this.log.info({ pid: m.pid }, 'router: nginx running');
+  }
+
+  private onExit(m: Master, how: string): void {
+    if (this.master !== m) return;
+    this.master = undefined;
+    // Orphaned workers would keep the port and refuse the next master's bind.
+    killGroup(m.pid, 'SIGKILL');
+    if (this.state !== 'started') return;
+    if (Date.now() - m.startedAt > 10_000) this.crashes = 0;
+    const delay = Math.min(5_000, 100 * 2 ** this.crashes);
+    this.crashes += 1;
+    this.log.error({ pid: m.pid, exit: how, restartInMs: delay }, 'router: nginx exited unexpectedly; restarting it');
+    this.scheduleRestart(delay);
+  }
+
+  private scheduleRestart(delay: number): void {
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.serial(async () => {
+        if (this.state !== 'started' || this.master !== undefined) return;
+        const generation = this.nextGeneration();
+        const text = this.runningText ?? this.render(RouteTable.empty(), generation);
+        // The config on disk is the one last applied; only its probe answer changes.
+        await writeFile(this.paths.conf, withGeneration(text, generation));
+        this.runningText = withGeneration(text, generation);
+        await this.launch(generation);
+        this.log.info({ pid: this.pid() }, 'router: nginx restarted');
+      }).catch((err: unknown) => {
+        if (this.state !== 'started') return;
+        const next = Math.min(5_000, 100 * 2 ** this.crashes);
+        this.crashes += 1;
+        this.log.error({ err: errorMessage(err), restartInMs: next }, 'router: nginx failed to restart');
+        this.scheduleRestart(next);
+      });
+    }, delay);
+  }
+
+  /** An adopted nginx is not our child: no exit event, so it is polled. */
+  private watch(m: Master): void {
+    this.watchTimer = setInterval(() => {
+      if (this.master !== m) {
+        clearInterval(this.watchTimer);
+        return;
+      }
+      if (!isAlive(m.pid)) {
+        clearInterval(this.watchTimer);
+        this.onExit(m, 'gone');
+      }
+    }, 500);
+  }
+
+  /** Graceful stop (SIGQUIT), then SIGKILL of the whole group when it takes too long. */
+  private async kill(m: Master): Promise<void> {
+    try {
+      process.kill(m.pid, 'SIGQUIT');
+    } catch {
+      // already gone
+    }
+    const gone = await waitUntilTrue(() => !isAlive(m.pid) && (m.child === undefined || m.child.exitCode !== null || m.child.signalCode !== null), this.opts.stopTimeoutMs ?? 5_000);
+    if (!gone) this.log.warn({ pid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
+    killGroup(m.pid, 'SIGKILL');
+    await waitUntilTrue(() => !isAlive(m.pid), 2_000);
+  }
+
+  private clearTimers(): void {
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
+    if (this.watchTimer !== undefined) clearInterval(this.watchTimer);
+    this.restartTimer = undefined;
+    this.watchTimer = undefined;
+  }
+
+  private nextGeneration(): string {
+    this.counter += 1;
+    return `${this.nonce}-${this.counter}`;
+  }
+
+  private render(table: RouteTable, generation: string): string {
+    return renderNginxConfig(table, {
+      listen: this.opts.listen,
+      dir: this.dir,
+      generation,
+      workerProcesses: this.opts.workerProcesses ?? 'auto',
+      connectTimeoutSec: this.opts.connectTimeoutSec ?? 5,
+      idleTimeoutSec: this.opts.idleTimeoutSec ?? 3600,
+      shutdownTimeoutSec: this.opts.shutdownTimeoutSec ?? 240,
+      accessLog: this.opts.accessLog ?? true,
+      scheme: this.opts.scheme ?? 'http',
+      modules: this.modules,
+    });
+  }
+
+  /** Writes the candidate next to the live config and has nginx check it. */
+  private async validate(text: string): Promise<void> {
+    await writeFile(this.paths.next, text);
+    try {
+      await execFileP(this.binary ?? 'nginx', ['-t', '-q', '-p', `${this.dir}/`, '-e', this.paths.errorLog, '-c', this.paths.next], { timeout: 20_000 });
+    } catch (err) {
+      const stderr = (err as { stderr?: string }).stderr ?? '';
+      const detail = stderr.split('\n').find((l) => l.includes('[emerg]') || l.includes('[alert]') || l.includes('[crit]')) ?? (stderr.trim() || errorMessage(err));
+      throw new Error(`nginx rejected the router config (kept the previous one): ${detail.replace(/^nginx: /, '')}`);
+    }
+  }
+
+  /** Which optional modules this nginx has (their temp paths must be set, or it uses /var/lib/nginx). */
+  private async inspect(binary: string): Promise<NginxConfigSettings['modules']> {
+    let out: string;
+    try {
+      const r = await execFileP(binary, ['-V'], { timeout: 10_000 });
+      out = `${r.stdout}${r.stderr}`;
+    } catch (err) {
+      throw new Error(`${binary} -V failed: is it nginx? ${errorMessage(err)}`);
+    }
+    if (!out.includes('nginx version:')) throw new Error(`${binary} does not look like nginx (-V printed no version).`);
+    return {
+      fastcgi: !out.includes('--without-http_fastcgi_module'),
+      uwsgi: !out.includes('--without-http_uwsgi_module'),
+      scgi: !out.includes('--without-http_scgi_module'),
+    };
+  }
+
+  private async prepareDir(): Promise<void> {
+    for (const d of [this.dir, join(this.dir, 'logs'), this.paths.temp]) {
+      await mkdir(d, { recursive: true });
+      // Workers drop root privileges (to nobody) and must still reach their temp paths.
+      await chmod(d, 0o755);
+    }
+  }
+
+  /** A master of ours still running (after a Slipway crash or release()), from the pid file. */
+  private findRunning(): { pid: number } | undefined {
+    let pid: number;
+    try {
+      pid = Number.parseInt(readFileSync(this.paths.pid, 'utf8').trim(), 10);
+    } catch {
+      return undefined;
+    }
+    if (!Number.isInteger(pid) || pid <= 1 || !isAlive(pid)) return undefined;
+    const cmdline = readCmdline(pid);
+    // Without /proc the process cannot be told from an unrelated one that reused the pid.
+    if (cmdline === undefined || !cmdline.includes('nginx: master process') || !cmdline.includes(this.paths.conf)) return undefined;
+    try {
+      this.runningText = readFileSync(this.paths.conf, 'utf8');
+    } catch {
+      return undefined;
+    }
+    return { pid };
+  }
+
+  private async reasonSince(offset: number): Promise<string> {
+    const lines = (await readSince(this.paths.errorLog, offset)).split('\n').filter((l) => /\[(emerg|alert|crit|error)\]/.test(l));
+    return lines.length === 0 ? '' : ` nginx said: ${lines.slice(-3).join(' | ')}`;
+  }
+}
+
+function withGeneration(text: string, generation: string): string {
+  return text.replace(/(location = \/generation \{\s*default_type text\/plain;\s*return 200 ")[^"]*(";)/, `$1${generation}$2`);
+}
+
+/** GET /generation on the control socket. */
+function probe(socketPath: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: '/generation', agent: false, timeout: 1_000, headers: { host: 'control' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { body += c; });
+      res.on('end', () => { resolve(body); });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => { req.destroy(new Error('probe timed out')); });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const hasProc = existsSync('/proc/self/stat');
+
+/** Linux: /proc/<pid>/stat, state Z (zombie) counting as gone. Elsewhere: signal 0. */
+function isAlive(pid: number): boolean {
+  if (hasProc) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    } catch {
+      return false;
+    }
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function readCmdline(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** nginx retitles a worker that got the graceful-shutdown signal and closed its listeners. */
+function isShuttingDown(pid: number): boolean {
+  return readCmdline(pid)?.includes('shutting down') ?? false;
+}
+
+/** The master's children (its workers), from /proc; [] where there is no /proc. */
+function workerPids(masterPid: number): number[] {
+  if (!hasProc) return [];
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === masterPid) pids.push(Number(name));
+    } catch {
+      // exited while listing
+    }
+  }
+  return pids;
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    // The group id is the master's pid (spawned detached): this reaches orphaned workers too.
+    process.kill(-pid, signal);
+  } catch {
+    // nothing left in the group
+  }
+}
+
+async function waitUntilTrue(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+function waitUntil(check: () => boolean, ms: number): Promise<void> {
+  return waitUntilTrue(check, ms).then(() => undefined);
+}
+
+async function fileSize(file: string): Promise<number> {
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return 0;
+  }
+}
+
+async function readSince(file: string, offset: number): Promise<string> {
+  try {
+    return (await readFile(file)).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));

@@ -1,0 +1,54 @@
+import type { RouteTable } from './route-table.js';
+
+/**
+ * The seam between Slipway's route table and the data plane that carries the traffic. Every
+ * driver passes test/medium/router.conformance.test.ts.
+ */
+
+export interface ListenAddress {
+  /** an IP address; '0.0.0.0' or '::' for every interface */
+  readonly host: string;
+  readonly port: number;
+}
+
+export type DriverName = 'nginx' | 'node';
+
+/** pino's call shape (`log.info(obj, msg)`), so the composition root can pass its logger as is. */
+export interface RouterLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export const silentLog: RouterLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export interface RouterDriver {
+  readonly name: DriverName;
+
+  /**
+   * Starts serving, with an empty table (503 for every host) until the first apply(). Resolves
+   * once the listen address accepts connections; rejects with a readable reason otherwise.
+   */
+  start(): Promise<void>;
+
+  /**
+   * Routes by `table` from now on. Resolves when every new request is routed by it and the plain
+   * HTTP requests that were in flight under an older table have finished (or the driver's drain
+   * bound has passed): from then on, replicas absent from `table` may be stopped. Requests are
+   * never cut by a switch; WebSockets and long streams keep the replica they started on.
+   * Calls are serialised and a burst of them is coalesced: a call may resolve through a later
+   * table's switch. Rejects (and keeps the previous routes) when the data plane refuses it.
+   */
+  apply(table: RouteTable): Promise<void>;
+
+  /** Stops listening and ends what the driver started; idempotent. */
+  stop(): Promise<void>;
+
+  /** Where clients reach the router (after start(): the real port when 0 was asked for). */
+  address(): ListenAddress;
+}
+
+/** `127.0.0.1:8000`, `[::]:8000` */
+export function formatAddress(a: ListenAddress): string {
+  return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}

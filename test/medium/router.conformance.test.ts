@@ -1,0 +1,544 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WebSocket, WebSocketServer } from 'ws';
+import { PAGES } from '../../src/router/pages.js';
+import { RouteTable, type Upstream } from '../../src/router/route-table.js';
+import type { RouterDriver, RouterLog } from '../../src/router/router.js';
+import { NodeProxyDriver } from '../../src/router/node-proxy.driver.js';
+import { findNginx, NginxDriver } from '../../src/router/nginx.driver.js';
+import { freePort } from '../factories/process.js';
+
+/**
+ * What Slipway needs from a router data plane, checked on real HTTP with real upstreams on
+ * loopback: every driver passes this file unchanged. nginx is not optional here: `make test`
+ * installs it, and a machine without it fails the nginx suite instead of skipping it.
+ */
+
+const scratch = mkdtempSync(join(tmpdir(), 'slipway-router-'));
+// nginx workers drop to `nobody` when run as root and must reach their temp paths.
+chmodSync(scratch, 0o755);
+afterAll(() => { rmSync(scratch, { recursive: true, force: true }); });
+
+// ---------------------------------------------------------------------------------------------
+// Upstreams: small node:http apps, each answering with its name
+
+interface TestUpstream extends Upstream {
+  name: string;
+  served: number;
+  /** resolves the next /stream response's second half */
+  releaseStream(): void;
+  close(): Promise<void>;
+}
+
+const upstreams = new Set<TestUpstream>();
+afterAll(async () => { await Promise.all([...upstreams].map((u) => u.close())); });
+
+async function startUpstream(name: string): Promise<TestUpstream> {
+  let release: () => void = () => undefined;
+  let gate = new Promise<void>((r) => { release = r; });
+  const server = createServer((req, res) => {
+    u.served += 1;
+    const path = req.url ?? '/';
+    if (path === '/headers') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(req.headers));
+    } else if (path === '/stream') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('chunk-1\n');
+      void gate.then(() => {
+        gate = new Promise<void>((r) => { release = r; });
+        res.end('chunk-2\n');
+      });
+    } else if (path === '/count') {
+      let n = 0;
+      req.on('data', (c: Buffer) => { n += c.length; });
+      req.on('end', () => { res.end(`${name}:${n}`); });
+    } else {
+      res.end(name);
+    }
+  });
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req: IncomingMessage, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('message', (data: Buffer) => { ws.send(`${name}:${data.toString('utf8')}`); });
+    });
+  });
+  await new Promise<void>((resolve) => { server.listen(0, '127.0.0.1', resolve); });
+  const port = (server.address() as { port: number }).port;
+  let closing: Promise<void> | undefined;
+  const u: TestUpstream = {
+    name,
+    host: '127.0.0.1',
+    port,
+    served: 0,
+    releaseStream: () => { release(); },
+    close: () => {
+      closing ??= new Promise<void>((resolve) => {
+        for (const c of wss.clients) c.terminate();
+        // Graceful, like an app on SIGTERM: requests in flight finish, idle connections close.
+        server.close(() => { resolve(); });
+      });
+      return closing;
+    },
+  };
+  upstreams.add(u);
+  return u;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** sent again after a keep-alive connection closed under it (see `retryStale`) */
+  retried: boolean;
+}
+
+interface Call {
+  path?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: Buffer;
+  agent?: Agent | false;
+  /**
+   * Send a bodyless GET again, once, when a reused keep-alive connection is closed before any
+   * byte of the answer: what browsers do and RFC 9112 §9.3.1.1 allows, and Node's documented
+   * `reusedSocket` pattern. It is needed with nginx, whose old workers close their idle
+   * keep-alive connections on a reload: a request the client writes at that very moment never
+   * reached nginx, so nginx cannot answer it.
+   */
+  retryStale?: boolean;
+}
+
+function call(port: number, host: string, c: Call = {}): Promise<Reply> {
+  const once = (): Promise<Reply> =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: c.path ?? '/', method: c.method ?? 'GET', headers: { host, ...c.headers }, agent: c.agent ?? false },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => { body += d; });
+          res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body, retried: false }); });
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(15_000, () => { req.destroy(new Error(`no answer from the router for ${host}${c.path ?? '/'} within 15 s`)); });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        reject(Object.assign(err, { stale: req.reusedSocket && err.code === 'ECONNRESET' }));
+      });
+      req.end(c.body);
+    });
+  return once().catch(async (err: unknown) => {
+    const stale = (err as { stale?: boolean }).stale === true;
+    if (!stale || c.retryStale !== true || (c.method ?? 'GET') !== 'GET' || c.body !== undefined) throw err;
+    return { ...(await once()), retried: true };
+  });
+}
+
+function wsEcho(port: number, host: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } });
+    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no WebSocket echo within 10 s')); }, 10_000);
+    ws.on('open', () => { ws.send(text); });
+    ws.on('message', (data: Buffer) => {
+      clearTimeout(timer);
+      ws.close();
+      resolve(data.toString('utf8'));
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      clearTimeout(timer);
+      reject(new Error(`upgrade answered ${String(res.statusCode)}`));
+    });
+    ws.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+function wsStatus(port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } });
+    ws.on('open', () => { ws.terminate(); resolve(101); });
+    ws.on('unexpected-response', (_req, res) => { resolve(res.statusCode ?? 0); res.resume(); });
+    ws.on('error', reject);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The suite
+
+export function routerConformance(name: string, makeDriver: () => RouterDriver | Promise<RouterDriver>): void {
+  describe(`router conformance: ${name}`, () => {
+    let driver: RouterDriver;
+    let port: number;
+    let table = RouteTable.empty();
+    const routeWith = async (change: (t: RouteTable) => RouteTable): Promise<void> => {
+      table = change(table);
+      await driver.apply(table);
+    };
+    const get = (host: string, c?: Call) => call(port, host, c);
+
+    beforeAll(async () => {
+      driver = await makeDriver();
+      await driver.start();
+      port = driver.address().port;
+    });
+    afterAll(async () => {
+      await driver.stop();
+    });
+
+    it('answers 503 for every host before the first apply', async () => {
+      const r = await get('anything.test');
+      expect(r.status).toBe(503);
+      expect(r.body).toContain(PAGES.unknownHost.heading);
+    });
+
+    it('routes by Host header, in any case and with a port', async () => {
+      const [a, b] = await Promise.all([startUpstream('alpha'), startUpstream('beta')]);
+      await routeWith((t) =>
+        t.setProject('p-alpha', { hosts: ['alpha.test', 'www.alpha.test'], upstreams: [a] }).setProject('p-beta', { hosts: ['beta.test'], upstreams: [b] }),
+      );
+      expect((await get('alpha.test')).body).toBe('alpha');
+      expect((await get('www.alpha.test')).body).toBe('alpha');
+      expect((await get('beta.test')).body).toBe('beta');
+      expect((await get(`BETA.Test:${port}`)).body).toBe('beta');
+      expect((await get('alpha.test', { path: '/some/path?q=1', method: 'DELETE' })).status).toBe(200);
+    });
+
+    it('answers an unknown host with 503 and the page', async () => {
+      const r = await get('nobody-serves-this.test');
+      expect(r.status).toBe(503);
+      expect(r.headers['content-type']).toMatch(/^text\/html/);
+      expect(r.body).toContain(PAGES.unknownHost.heading);
+      expect(await wsStatus(port, 'nobody-serves-this.test')).toBe(503);
+    });
+
+    it('answers a project with no running replica with 503 and the page', async () => {
+      await routeWith((t) => t.setProject('p-stopped', { hosts: ['stopped.test'], upstreams: [] }));
+      const r = await get('stopped.test');
+      expect(r.status).toBe(503);
+      expect(r.body).toContain(PAGES.notRunning.heading);
+      expect(await wsStatus(port, 'stopped.test')).toBe(503);
+    });
+
+    it('answers 502 with the page, without hanging, when the replica is dead', async () => {
+      const dead = await freePort();
+      await routeWith((t) => t.setProject('p-dead', { hosts: ['dead.test'], upstreams: [{ host: '127.0.0.1', port: dead }] }));
+      for (let i = 0; i < 3; i++) {
+        const r = await get('dead.test');
+        expect(r.status).toBe(502);
+        expect(r.body).toContain(PAGES.badGateway.heading);
+      }
+    });
+
+    it('skips a dead replica while another answers', async () => {
+      const live = await startUpstream('live');
+      const dead = await freePort();
+      await routeWith((t) => t.setProject('p-half', { hosts: ['half.test'], upstreams: [{ host: '127.0.0.1', port: dead }, live] }));
+      const agent = new Agent({ keepAlive: true });
+      try {
+        for (let i = 0; i < 10; i++) {
+          const r = await get('half.test', { agent });
+          expect(r.status).toBe(200);
+          expect(r.body).toBe('live');
+        }
+      } finally {
+        agent.destroy();
+      }
+    });
+
+    it('balances round-robin across replicas', async () => {
+      const [r1, r2] = await Promise.all([startUpstream('r1'), startUpstream('r2')]);
+      await routeWith((t) => t.setProject('p-rr', { hosts: ['rr.test'], upstreams: [r1, r2] }));
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const seen = { r1: 0, r2: 0 } as Record<string, number>;
+      try {
+        for (let i = 0; i < 20; i++) {
+          const r = await get('rr.test', { agent });
+          seen[r.body] = (seen[r.body] ?? 0) + 1;
+        }
+      } finally {
+        agent.destroy();
+      }
+      expect(Object.keys(seen).sort()).toEqual(['r1', 'r2']);
+      expect(seen['r1']).toBeGreaterThanOrEqual(8);
+      expect(seen['r2']).toBeGreaterThanOrEqual(8);
+    });
+
+    it('passes WebSockets through', async () => {
+      const u = await startUpstream('wsapp');
+      await routeWith((t) => t.setProject('p-ws', { hosts: ['ws.test'], upstreams: [u] }));
+      expect(await wsEcho(port, 'ws.test', 'hello')).toBe('wsapp:hello');
+      expect(await wsEcho(port, 'WS.test', 'again')).toBe('wsapp:again');
+    });
+
+    it('passes a streamed response through as it comes', async () => {
+      const u = await startUpstream('streamer');
+      await routeWith((t) => t.setProject('p-stream', { hosts: ['stream.test'], upstreams: [u] }));
+      // The app sends its second chunk only once the client has the first: a router that
+      // buffered the response would deliver nothing and the test would time out.
+      const received = await new Promise<string[]>((resolve, reject) => {
+        const parts: string[] = [];
+        const req = request({ host: '127.0.0.1', port, path: '/stream', headers: { host: 'stream.test' }, agent: false }, (res) => {
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            parts.push(d);
+            if (parts.join('') === 'chunk-1\n') u.releaseStream();
+          });
+          res.on('end', () => { resolve(parts); });
+        });
+        req.setTimeout(10_000, () => { req.destroy(new Error(`the first chunk did not arrive on its own (got ${JSON.stringify(parts)})`)); });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(received[0]).toBe('chunk-1\n');
+      expect(received.join('')).toBe('chunk-1\nchunk-2\n');
+    });
+
+    it('streams a large request body to the app', async () => {
+      const u = await startUpstream('sink');
+      await routeWith((t) => t.setProject('p-sink', { hosts: ['sink.test'], upstreams: [u] }));
+      const body = Buffer.alloc(3 * 1024 * 1024, 'x');
+      const r = await get('sink.test', { path: '/count', method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+      expect(r.status).toBe(200);
+      expect(r.body).toBe(`sink:${body.length}`);
+    });
+
+    it('sets X-Forwarded-For, -Proto and -Host and keeps the Host header', async () => {
+      const u = await startUpstream('fwd');
+      await routeWith((t) => t.setProject('p-fwd', { hosts: ['fwd.test'], upstreams: [u] }));
+      const sent = `Fwd.Test:${port}`;
+      const seen = JSON.parse((await get(sent, { path: '/headers' })).body) as Record<string, string>;
+      expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+      expect(seen['x-forwarded-proto']).toBe('http');
+      expect(seen['x-forwarded-host']).toBe(sent);
+      expect(seen['host']).toBe(sent);
+      const chained = JSON.parse((await get('fwd.test', { path: '/headers', headers: { 'x-forwarded-for': '203.0.113.7' } })).body) as Record<string, string>;
+      expect(chained['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
+    });
+
+    it('switches a host from one replica to another without dropping a request', async () => {
+      const [a, b] = await Promise.all([startUpstream('old'), startUpstream('new')]);
+      await routeWith((t) => t.setProject('p-switch', { hosts: ['switch.test'], upstreams: [a] }));
+      const results: { status: number; body: string; afterSwitch: boolean; retried: boolean }[] = [];
+      const failures: string[] = [];
+      let switched = false;
+      const deadline = Date.now() + 2_000;
+      // Three clients keep their connection alive, one opens a new connection for every request.
+      const loop = async (keepAlive: boolean) => {
+        const agent = keepAlive ? new Agent({ keepAlive: true, maxSockets: 1 }) : false;
+        try {
+          while (Date.now() < deadline) {
+            const afterSwitch = switched;
+            try {
+              const r = await get('switch.test', { agent, retryStale: keepAlive });
+              results.push({ status: r.status, body: r.body, afterSwitch, retried: r.retried });
+            } catch (err) {
+              failures.push(`${keepAlive ? 'keep-alive' : 'new connection'}: ${String(err)}`);
+            }
+          }
+        } finally {
+          if (agent !== false) agent.destroy();
+        }
+      };
+      const loops = [loop(true), loop(true), loop(true), loop(false)];
+      // The rollout's order: the new replica serves, the router switches, the old one stops.
+      while (results.length < 50 && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+      await routeWith((t) => t.setUpstreams('p-switch', [b]));
+      switched = true;
+      await a.close();
+      await Promise.all(loops);
+
+      expect(failures).toEqual([]);
+      expect(results.filter((r) => r.status !== 200)).toEqual([]);
+      // Only the keep-alive clients may have had to send again, and each at most once.
+      expect(results.filter((r) => r.retried).length).toBeLessThanOrEqual(3);
+      expect(results.some((r) => r.body === 'old')).toBe(true);
+      expect(results.some((r) => r.body === 'new')).toBe(true);
+      expect(results.filter((r) => r.afterSwitch && r.body !== 'new')).toEqual([]);
+      expect(results.filter((r) => r.afterSwitch).length).toBeGreaterThan(0);
+    });
+
+    it('resolves apply() only once the requests in flight on the old replica have finished', async () => {
+      const [a, b] = await Promise.all([startUpstream('draining'), startUpstream('fresh')]);
+      await routeWith((t) => t.setProject('p-drain', { hosts: ['drain.test'], upstreams: [a] }));
+      // A response from the old replica, held open halfway.
+      let firstChunk: () => void = () => undefined;
+      const gotFirst = new Promise<void>((r) => { firstChunk = r; });
+      const streamed = new Promise<string>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/stream', headers: { host: 'drain.test' }, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            body += d;
+            firstChunk();
+          });
+          res.on('end', () => { resolve(body); });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      await gotFirst;
+      table = table.setUpstreams('p-drain', [b]);
+      let applied = false;
+      const applying = driver.apply(table).then(() => { applied = true; });
+      // New requests already go to the new replica...
+      let reply = await get('drain.test');
+      for (let i = 0; i < 100 && reply.body !== 'fresh'; i++) reply = await get('drain.test');
+      expect(reply.body).toBe('fresh');
+      // ...while apply() waits for the old one's response to end.
+      expect(applied).toBe(false);
+      a.releaseStream();
+      expect(await streamed).toBe('chunk-1\nchunk-2\n');
+      await applying;
+      expect(applied).toBe(true);
+    });
+
+    it('answers 503 once a host is removed, and keeps the project’s other hosts', async () => {
+      const u = await startUpstream('removable');
+      await routeWith((t) => t.setProject('p-rm', { hosts: ['keep.test', 'drop.test'], upstreams: [u] }));
+      expect((await get('drop.test')).body).toBe('removable');
+      await routeWith((t) => t.removeHost('drop.test'));
+      const r = await get('drop.test');
+      expect(r.status).toBe(503);
+      expect(r.body).toContain(PAGES.unknownHost.heading);
+      expect((await get('keep.test')).body).toBe('removable');
+      await routeWith((t) => t.removeProject('p-rm'));
+      expect((await get('keep.test')).status).toBe(503);
+    });
+
+    it('coalesces a burst of applies and ends on the last table', async () => {
+      const u = await startUpstream('burst');
+      const tables: RouteTable[] = [];
+      for (let i = 0; i < 10; i++) {
+        table = table.setProject('p-burst', { hosts: [`burst${i}.test`], upstreams: [u] });
+        tables.push(table);
+      }
+      await Promise.all(tables.map((t) => driver.apply(t)));
+      expect((await get('burst9.test')).body).toBe('burst');
+      expect((await get('burst8.test')).status).toBe(503);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both drivers
+
+const logLines: string[] = [];
+const testLog: RouterLog = {
+  info: (o, m) => logLines.push(`info ${m} ${JSON.stringify(o)}`),
+  warn: (o, m) => logLines.push(`warn ${m} ${JSON.stringify(o)}`),
+  error: (o, m) => logLines.push(`error ${m} ${JSON.stringify(o)}`),
+};
+
+routerConformance('node proxy', () => new NodeProxyDriver({ listen: { host: '127.0.0.1', port: 0 }, log: testLog }));
+
+let nginxDirs = 0;
+async function makeNginx(extra: { binary?: string; dir?: string } = {}): Promise<NginxDriver> {
+  const dir = extra.dir ?? join(scratch, `nginx-${nginxDirs++}`);
+  return new NginxDriver({
+    listen: { host: '127.0.0.1', port: await freePort() },
+    dir,
+    // Two workers whatever the machine: round-robin runs per worker.
+    workerProcesses: 2,
+    log: testLog,
+    ...(extra.binary === undefined ? {} : { binary: extra.binary }),
+  });
+}
+
+routerConformance('nginx', () => makeNginx());
+
+describe('nginx driver', () => {
+  const started: NginxDriver[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((d) => d.stop()));
+  });
+  const start = async (d: NginxDriver) => {
+    started.push(d);
+    await d.start();
+    return d;
+  };
+
+  it('is installed here (make test installs nginx-light)', () => {
+    expect(findNginx()).toBeDefined();
+  });
+
+  it('reports a clear error when nginx is absent', async () => {
+    const d = await makeNginx({ binary: join(scratch, 'no-such-nginx') });
+    await expect(d.start()).rejects.toThrow(/nginx was not found at .*no-such-nginx.*apt-get install nginx-light/);
+  });
+
+  it('restarts nginx when it dies', async () => {
+    const u = await startUpstream('survivor');
+    const d = await start(await makeNginx());
+    await d.apply(RouteTable.empty().setProject('p', { hosts: ['survivor.test'], upstreams: [u] }));
+    const before = d.pid();
+    expect(before).toBeDefined();
+    process.kill(before ?? 0, 'SIGKILL');
+    // Its orphaned workers may answer for a moment; what matters is the new master.
+    for (let i = 0; i < 200 && (d.pid() === undefined || d.pid() === before); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(d.pid()).toBeDefined();
+    expect(d.pid()).not.toBe(before);
+    expect((await call(d.address().port, 'survivor.test')).body).toBe('survivor');
+    // The dead master's workers were killed with it, not left holding the port (init reaps them).
+    const groupAlive = () => {
+      try {
+        process.kill(-(before ?? 0), 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 100 && groupAlive(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(groupAlive()).toBe(false);
+  });
+
+  it('keeps the previous routes when nginx rejects a config', async () => {
+    const u = await startUpstream('steady');
+    const marker = join(scratch, 'refuse-config');
+    const wrapper = join(scratch, 'nginx-wrapper');
+    // Stands in for a config nginx refuses: `-t` fails while the marker file exists.
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\nif [ -e '${marker}' ]; then for a in "$@"; do if [ "$a" = -t ]; then echo 'nginx: [emerg] refused by the test' >&2; exit 1; fi; done; fi\nexec '${findNginx() ?? 'nginx'}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const d = await start(await makeNginx({ binary: wrapper }));
+    const t1 = RouteTable.empty().setProject('p', { hosts: ['steady.test'], upstreams: [u] });
+    await d.apply(t1);
+    writeFileSync(marker, '');
+    try {
+      await expect(d.apply(t1.removeHost('steady.test'))).rejects.toThrow(/nginx rejected the router config.*refused by the test/);
+    } finally {
+      rmSync(marker, { force: true });
+    }
+    expect((await call(d.address().port, 'steady.test')).body).toBe('steady');
+    await d.apply(t1.addHost('p', 'steady2.test'));
+    expect((await call(d.address().port, 'steady2.test')).body).toBe('steady');
+  });
+
+  it('hands a running nginx over to the next driver on the same directory', async () => {
+    const u = await startUpstream('handover');
+    const dir = join(scratch, 'handover');
+    const first = await makeNginx({ dir });
+    await first.start();
+    await first.apply(RouteTable.empty().setProject('p', { hosts: ['handover.test'], upstreams: [u] }));
+    const pid = first.pid();
+    await first.release();
+    const second = await start(new NginxDriver({ listen: first.address(), dir, workerProcesses: 2, log: testLog }));
+    expect(second.adopted).toBe(true);
+    expect(second.pid()).toBe(pid);
+    expect((await call(second.address().port, 'handover.test')).body).toBe('handover');
+    await second.apply(RouteTable.empty().setProject('p', { hosts: ['handover2.test'], upstreams: [u] }));
+    expect((await call(second.address().port, 'handover2.test')).body).toBe('handover');
+    await second.stop();
+    await expect(call(second.address().port, 'handover2.test')).rejects.toThrow();
+  });
+});
