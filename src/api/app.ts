@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyLoggerOptions, type FastifyRequest } from 'fastify';
 import type { LoggerOptions } from 'pino';
@@ -10,6 +11,7 @@ import { authPlugin } from './plugins/auth.js';
 import { errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
+import { buildLogRoutes } from './routes/deployments/build-logs.routes.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
@@ -108,6 +110,7 @@ export async function buildApp(deps: AppDeps) {
     },
   });
   await app.register(errorsPlugin);
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(authPlugin, {
     store: deps.store,
     apiKeys: services.apiKeys,
@@ -123,6 +126,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(projectRoutes, { services });
   await app.register(gitRoutes, { services });
   await app.register(deploymentRoutes, { services });
+  await app.register(buildLogRoutes, { services });
   await app.register(walletRoutes, { services });
   await app.register(envRoutes, { services });
   await app.register(domainsRoutes, { services });

@@ -1,4 +1,5 @@
 import { WalletService } from '../billing/wallet.service.js';
+import { BuildLog } from '../deploy/build-log.js';
 import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';
 import { ProjectService } from '../projects/projects.service.js';
@@ -21,6 +22,7 @@ export interface Services {
   projects: ProjectService;
   git: GitService;
   deployments: DeploymentService;
+  buildLog: BuildLog;
   envVars: EnvService;
   domains: DomainService;
   uptime: UptimeService;
@@ -37,6 +39,7 @@ export function createServices(deps: Deps): Services {
     projects: new ProjectService(deps),
     git: new GitService(deps),
     deployments: new DeploymentService(deps),
+    buildLog: new BuildLog(deps),
     envVars: new EnvService(deps),
     domains: new DomainService(deps),
     uptime: new UptimeService(deps),

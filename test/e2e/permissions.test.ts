@@ -84,6 +84,8 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments?page=1&limit=5` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}` },
+  // Over plain HTTP the stream route refuses like any other, and points allowed callers at the handshake.
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs', who: 'member', ok: 400, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/logs` },
   { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
   { method: 'PUT', url: '/api/workspaces/:slug/wallet/alert-threshold', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/alert-threshold`, body: () => ({ threshold: 100 }) },
 

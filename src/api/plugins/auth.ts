@@ -15,10 +15,17 @@ declare module 'fastify' {
     public?: boolean;
     /** Health and metrics probes: no key and no rate limit. */
     probe?: boolean;
+    /**
+     * A WebSocket stream: the handshake must complete even when the caller may not read it, so
+     * that the refusal arrives the spec's way, as one `[ERROR] …` frame (DESIGN §5).
+     */
+    stream?: boolean;
   }
   interface FastifyRequest {
     caller: Caller | null;
     access: Access | null;
+    /** why a stream route refused the caller; the handler reports it */
+    refusal: AppError | null;
   }
 }
 
@@ -52,11 +59,26 @@ const tooMany = (seconds: number) =>
 export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => {
   app.decorateRequest('caller', null);
   app.decorateRequest('access', null);
+  app.decorateRequest('refusal', null);
 
   app.addHook('onRequest', async (request) => {
     if (request.is404) return;
     const config = request.routeOptions.config;
     if (config.probe === true) return;
+    if (config.stream !== true) {
+      await admit(request);
+      return;
+    }
+    try {
+      await admit(request);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      request.refusal = err;
+    }
+  });
+
+  async function admit(request: FastifyRequest): Promise<void> {
+    const config = request.routeOptions.config;
     if (config.public === true) {
       const wait = opts.addressBuckets.take(request.ip);
       if (wait > 0) throw tooMany(wait);
@@ -92,7 +114,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
       throw forbidden(`This action needs the ${ACTIONS[action]} role or higher; you are ${role === 'admin' ? 'an' : 'a'} ${role}.`);
     }
     request.access = { caller, workspace, role };
-  });
+  }
 });
 
 /** The caller of a route that requires a key; set by the auth hook. */

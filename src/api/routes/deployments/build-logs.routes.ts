@@ -1,0 +1,64 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { invalid } from '../../../domain/errors.js';
+import { isActive } from '../../../domain/deployment.js';
+import type { Services } from '../../services.js';
+import { accessOf } from '../../plugins/auth.js';
+import { serveStream } from '../../stream.js';
+import { authErrors } from '../../schemas.js';
+
+/** How often a follower on this replica looks at the store for lines written elsewhere. */
+const POLL_MS = 1000;
+
+export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { deployments, buildLog } = services;
+
+  app.route({
+    method: 'GET',
+    url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs',
+    config: { action: 'workspace.read', stream: true },
+    schema: {
+      tags: ['Deployments'],
+      summary:
+        'WebSocket: the build log of a deployment, replayed from the first line and followed while it is in progress, then `[END]`; refusals arrive as one `[ERROR] <sentence>` frame',
+      params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),
+      response: { ...authErrors },
+    },
+    // A plain HTTP GET: refuse like any route would (the deployment must exist), or point at the handshake.
+    handler: async (req) => {
+      if (req.refusal !== null) throw req.refusal;
+      await deployments.get(accessOf(req), req.params.project_slug, req.params.id);
+      throw invalid('This is a WebSocket stream: open it with a WebSocket handshake.');
+    },
+    wsHandler: (socket, req) => {
+      serveStream(
+        socket,
+        async (stream) => {
+          if (req.refusal !== null) throw req.refusal;
+          const { project_slug, id } = req.params;
+          const access = accessOf(req);
+          await deployments.get(access, project_slug, id);
+          let seq = 0;
+          for (;;) {
+            const rows = await buildLog.read(id, seq);
+            for (const row of rows) {
+              await stream.send(row.line);
+              seq = row.seq;
+            }
+            if (stream.closed) return;
+            if (rows.length > 0) continue;
+            const { status } = await deployments.get(access, project_slug, id);
+            if (!isActive(status)) {
+              // Lines written just before the status changed are read once more before [END].
+              const last = await buildLog.read(id, seq);
+              for (const row of last) await stream.send(row.line);
+              return;
+            }
+            await buildLog.changed(id, POLL_MS);
+          }
+        },
+        req.log,
+      );
+    },
+  });
+};
