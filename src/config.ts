@@ -24,6 +24,8 @@ export interface Config {
   currency: string;
   /** proxies whose X-Forwarded-For names the client (for per-address limits and logs) */
   trustProxy: string[];
+  /** HMAC secret of GitHub webhook deliveries; empty: POST /api/webhooks/github answers 503 */
+  githubWebhookSecret: string;
 }
 
 /**
@@ -41,12 +43,13 @@ export const SETTINGS = [
   { flag: 'log-level', env: 'SLIPWAY_LOG_LEVEL', def: 'info', help: 'one of fatal, error, warn, info, debug, trace, silent' },
   { flag: 'rate-limit', env: 'SLIPWAY_RATE_LIMIT', def: '20', help: 'requests per second per API key (token bucket refill rate)' },
   { flag: 'rate-limit-burst', env: 'SLIPWAY_RATE_LIMIT_BURST', def: '100', help: 'requests an API key may send at once (bucket size)' },
-  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept)' },
+  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept, GitHub webhooks)' },
   { flag: 'anonymous-rate-limit-burst', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT_BURST', def: '20', help: 'burst for requests without a valid key' },
   { flag: 'admin-email', env: 'SLIPWAY_ADMIN_EMAIL', def: 'admin@localhost', help: 'e-mail of the owner created on first start' },
   { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
   { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
   { flag: 'trust-proxy', env: 'SLIPWAY_TRUST_PROXY', def: '', help: 'comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed (empty: none)' },
+  { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'secret of the GitHub webhook that POSTs to /api/webhooks/github (auto-deploy); empty: webhooks are refused' },
 ] as const;
 
 export type SettingName = (typeof SETTINGS)[number]['flag'];
@@ -127,6 +130,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     startingCredit,
     currency,
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),
+    githubWebhookSecret: raw('github-webhook-secret'),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

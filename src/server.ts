@@ -66,6 +66,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       rateLimit: config.rateLimit,
       anonymousRateLimit: config.anonymousRateLimit,
       trustProxy: config.trustProxy,
+      githubWebhookSecret: config.githubWebhookSecret,
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
     });

@@ -11,6 +11,7 @@ import { authPlugin } from './plugins/auth.js';
 import { errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
+import { deployActionRoutes } from './routes/deployments/actions.routes.js';
 import { buildLogRoutes } from './routes/deployments/build-logs.routes.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
@@ -19,6 +20,7 @@ import { projectRoutes } from './routes/projects/projects.routes.js';
 import { walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
 import { uptimeRoutes } from './routes/uptime/uptime.routes.js';
+import { webhookRoutes } from './routes/webhooks/webhooks.routes.js';
 import { invitationRoutes } from './routes/invitations/invitations.routes.js';
 import { memberRoutes } from './routes/members/members.routes.js';
 import { systemRoutes } from './routes/system/system.routes.js';
@@ -34,6 +36,8 @@ export interface AppDeps extends Deps {
   log: { level: string; stream?: Writable };
   /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
   trustProxy?: string[];
+  /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
+  githubWebhookSecret?: string;
   version: string;
 }
 
@@ -127,10 +131,12 @@ export async function buildApp(deps: AppDeps) {
   await app.register(gitRoutes, { services });
   await app.register(deploymentRoutes, { services });
   await app.register(buildLogRoutes, { services });
+  await app.register(deployActionRoutes, { services });
   await app.register(walletRoutes, { services });
   await app.register(envRoutes, { services });
   await app.register(domainsRoutes, { services });
   await app.register(uptimeRoutes, { services });
+  await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
 
   return { app, services: services satisfies Services };
 }

@@ -1,5 +1,7 @@
 import { WalletService } from '../billing/wallet.service.js';
 import { BuildLog } from '../deploy/build-log.js';
+import { DeployService, idleEngine, type Engine } from '../deploy/deploy.service.js';
+import { DeployQueue } from '../deploy/queue.js';
 import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';
 import { ProjectService } from '../projects/projects.service.js';
@@ -23,25 +25,38 @@ export interface Services {
   git: GitService;
   deployments: DeploymentService;
   buildLog: BuildLog;
+  queue: DeployQueue;
+  deploys: DeployService;
+  /** the orchestrator, once `serve` has started one; until then deployments only queue */
+  engine: Engine;
   envVars: EnvService;
   domains: DomainService;
   uptime: UptimeService;
 }
 
+/** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
+export const LEASE_MS = 60_000;
+
 export function createServices(deps: Deps): Services {
   const apiKeys = new ApiKeyService(deps);
-  return {
+  const wallets = new WalletService(deps);
+  const queue = new DeployQueue(deps, LEASE_MS);
+  const services: Services = {
     apiKeys,
     workspaces: new WorkspaceService(deps),
     members: new MemberService(deps),
     invitations: new InvitationService(deps, apiKeys),
-    wallets: new WalletService(deps),
-    projects: new ProjectService(deps),
+    wallets,
+    projects: new ProjectService(deps, () => services.engine),
     git: new GitService(deps),
     deployments: new DeploymentService(deps),
     buildLog: new BuildLog(deps),
+    queue,
+    deploys: new DeployService(deps, queue, wallets, () => services.engine),
+    engine: idleEngine,
     envVars: new EnvService(deps),
     domains: new DomainService(deps),
     uptime: new UptimeService(deps),
   };
+  return services;
 }

@@ -10,7 +10,7 @@ describe('deployment state machine', () => {
     const allowed: string[] = [];
     for (const from of ALL) {
       for (const kind of EVENTS) {
-        const to = next(from, { kind } as DeploymentEvent);
+        const to = next(from, { kind });
         if (to !== null) allowed.push(`${from} -${kind}-> ${to}`);
       }
     }
@@ -31,7 +31,7 @@ describe('deployment state machine', () => {
 
   it('never leaves a final state', () => {
     for (const from of ALL.filter(isFinal)) {
-      for (const kind of EVENTS) expect(next(from, { kind } as DeploymentEvent)).toBeNull();
+      for (const kind of EVENTS) expect(next(from, { kind })).toBeNull();
     }
   });
 

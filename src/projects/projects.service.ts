@@ -5,7 +5,8 @@ import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
-import { canonical, CPU_BOUNDS, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
+import type { Engine } from '../deploy/deploy.service.js';
+import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { resolveProject } from './resolve.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
 
@@ -39,7 +40,10 @@ function checkSizes(input: { cpu?: string | undefined; ram?: string | undefined 
 }
 
 export class ProjectService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly deps: Deps,
+    private readonly engine: () => Pick<Engine, 'pods'>,
+  ) {}
 
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
     checkSizes(input);
@@ -115,7 +119,7 @@ export class ProjectService {
     return view;
   }
 
-  /** The status view: pods come from the runtime once the project runs; none before. */
+  /** The status view: the serving deployment's containers and their use, read from the engine. */
   async status(access: Access, projectSlug: string): Promise<StatusView> {
     const row = await resolveProject(this.deps.store.db, access, projectSlug);
     const latest = await this.deps.store.db
@@ -126,12 +130,25 @@ export class ProjectService {
       .orderBy('id', 'desc')
       .limit(1)
       .executeTakeFirst();
+    const serving = await this.deps.store.db
+      .selectFrom('deployments')
+      .select('id')
+      .where('project_id', '=', row.id)
+      .where('status', '=', 'running')
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
+    const now = this.deps.clock.now().getTime();
     return {
       project: { slug: row.slug, status: row.status },
-      pods: { ready: 0, total: 0, items: [] },
+      pods: {
+        ready: pods.filter((p) => p.ready).length,
+        total: pods.length,
+        items: pods.map((p) => ({ name: p.name, status: p.status, restarts: p.restarts, age: formatAge(p.startedAt === null ? 0 : now - p.startedAt.getTime()) })),
+      },
       resources: {
-        cpu: { used: formatMillicores(0), limit: formatMillicores(millicores(row.cpu) * row.replicas) },
-        memory: { used: formatBytes(0), limit: formatBytes(ramBytes(row.ram) * row.replicas) },
+        cpu: { used: formatMillicores(pods.reduce((sum, p) => sum + p.cpuMillicores, 0)), limit: formatMillicores(millicores(row.cpu) * row.replicas) },
+        memory: { used: formatBytes(pods.reduce((sum, p) => sum + p.memoryBytes, 0)), limit: formatBytes(ramBytes(row.ram) * row.replicas) },
       },
       latestDeployment: latest === undefined ? null : (({ id, status, created_at }) => ({ id, status, created_at }))(deploymentView(latest)),
     };

@@ -79,3 +79,9 @@ async function migrate(store: Store, upTo?: string): Promise<void> {
     throw new Error(`Store migration ${failed} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
   }
 }
+
+/** This installation's id (made by the migrations, stable for the life of the store). */
+export async function instanceId(store: Store): Promise<string> {
+  const row = await store.db.selectFrom('meta').select('value').where('key', '=', 'instance_id').executeTakeFirstOrThrow();
+  return row.value;
+}

@@ -192,4 +192,10 @@ export interface DB {
   wallets: WalletsTable;
   wallet_transactions: WalletTransactionsTable;
   deployment_logs: DeploymentLogsTable;
+  meta: MetaTable;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
 }

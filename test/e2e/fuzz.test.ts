@@ -14,7 +14,7 @@ describe('request decoding under random input', () => {
   let s: TestServer;
   let w: TestWorkspace;
   beforeAll(async () => {
-    s = await startTestServer('sqlite');
+    s = await startTestServer('sqlite', { githubWebhookSecret: 'fuzz-secret' });
     w = await makeWorkspace(s);
   });
   afterAll(async () => s.close());

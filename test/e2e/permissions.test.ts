@@ -52,6 +52,8 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/openapi.json', who: 'public', ok: 200, path: () => '/api/openapi.json' },
   // An unknown token is 404 for everybody: the route itself needs no key.
   { method: 'POST', url: '/api/invitations/accept', who: 'public', ok: 404, path: () => '/api/invitations/accept', body: () => ({ token: `svc_inv_${'1'.repeat(40)}` }) },
+  // Signed by GitHub, not keyed: without X-Hub-Signature-256 it is 401 for everybody, an API key changes nothing.
+  { method: 'POST', url: '/api/webhooks/github', who: 'public', ok: 401, path: () => '/api/webhooks/github' },
 
   { method: 'POST', url: '/api/workspaces', who: 'authenticated', ok: 201, path: () => '/api/workspaces', body: () => ({ name: 'n', slug: `perm-${(slugs++).toString()}` }) },
   { method: 'GET', url: '/api/workspaces', who: 'authenticated', ok: 200, path: () => '/api/workspaces' },
@@ -84,6 +86,12 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments?page=1&limit=5` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}` },
+  // Deploy actions, without an engine behind the API: they queue (202) or answer about the record.
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deploy', who: 'member', ok: 202, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deploy` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/redeploy', who: 'member', ok: 409, path: (f) => `${proj(f)}/redeploy` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/restart', who: 'member', ok: 409, path: (f) => `${proj(f)}/restart` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/rollback', who: 'member', ok: 409, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/rollback` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/stop', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/stop` },
   // Over plain HTTP the stream route refuses like any other, and points allowed callers at the handshake.
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs', who: 'member', ok: 400, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/logs` },
   { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
@@ -113,7 +121,7 @@ function expected(row: Row, p: Principal): number {
 describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer(kind);
+    s = await startTestServer(kind, { githubWebhookSecret: 'permission-matrix' });
   });
   afterAll(async () => s.close());
 

@@ -58,7 +58,7 @@ const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 /** The whole API on a real port, over a fresh store of the given kind. */
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform> } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string } = {},
 ): Promise<TestServer> {
   const database = await freshDatabase(kind);
   const store = await createStore(database.url);
@@ -84,6 +84,7 @@ export async function startTestServer(
     anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
     log: { level: 'info', stream },
     ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
+    ...(opts.githubWebhookSecret === undefined ? {} : { githubWebhookSecret: opts.githubWebhookSecret }),
     version: 'test',
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -1,0 +1,468 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { accessTokenFor, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
+import { iso } from '../domain/clock.js';
+import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
+import type { Deps } from '../deps.js';
+import type { EnvService } from '../env/env.service.js';
+import { defaultDomain, type ProjectRow } from '../projects/resolve.js';
+import { ramBytes } from '../projects/resources.js';
+import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js';
+import type { DeploymentRow } from '../store/schema.js';
+import { parseSettings } from '../tenancy/views.js';
+import type { BuildLog } from './build-log.js';
+import type { Engine, Pod } from './deploy.service.js';
+import { refreshProjectStatus } from './project-status.js';
+import type { DeployQueue } from './queue.js';
+
+export interface OrchestratorOptions {
+  deps: Deps;
+  queue: DeployQueue;
+  buildLog: BuildLog;
+  envVars: EnvService;
+  runtime: Runtime;
+  router: RouterDriver;
+  git: GitSource;
+  githubApp?: GitHubApp | undefined;
+  baseImages: BaseImages;
+  /** where checkouts are made (and removed after the build) */
+  workDir: string;
+  /** builds at once (DESIGN: default 2) */
+  concurrency: number;
+  /** how long new containers get to answer on their port */
+  healthTimeoutMs: number;
+  leaseMs: number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  /** the reconciler's period */
+  reconcileEveryMs?: number;
+  /** idle workers look at the queue this often even without a wake-up */
+  pollMs?: number;
+  /** this installation's id: every container and image it makes carries it */
+  instanceId: string;
+}
+
+const INSTANCE_LABEL = 'slipway.instance';
+
+/** A failure whose sentence is meant for the user (the deployment's `error`). */
+class DeployFailure extends Error {}
+
+const firstLine = (s: string): string => s.split('\n')[0]?.trim() ?? '';
+
+/** Any HTTP answer on the port counts: the app is up, whatever its routes say. */
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', method: 'GET', timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(true);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => {
+      resolve(false);
+    });
+    req.end();
+  });
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+/**
+ * The deploy engine: workers take queued deployments and drive them through build, start,
+ * health check, route switch and retirement of the previous deployment; a reconciler keeps the
+ * engine and the router in line with the store. Nothing is left `queued` or `building` forever:
+ * leases that stop being renewed are reaped.
+ */
+export class Orchestrator implements Engine {
+  private readonly workerId: string;
+  private table = RouteTable.empty();
+  private routing: Promise<void> = Promise.resolve();
+  private readonly stopping = new AbortController();
+  private wakeUp: (() => void) | null = null;
+  private loops: Promise<void>[] = [];
+  private reconciler: NodeJS.Timeout | undefined;
+
+  private readonly labels: Record<string, string>;
+
+  constructor(private readonly o: OrchestratorOptions) {
+    this.workerId = `w-${o.deps.ids.id()}`;
+    this.labels = { [INSTANCE_LABEL]: o.instanceId };
+  }
+
+  async start(): Promise<void> {
+    const { deps } = this.o;
+    await this.o.runtime.check();
+    await mkdir(this.o.workDir, { recursive: true });
+    await this.o.router.start();
+    // The embedded store has a single Slipway process: whatever was in progress when it stopped
+    // was interrupted and is failed now. With PostgreSQL, other replicas' leases run out instead.
+    if (deps.store.dialect === 'sqlite') await this.failInterrupted();
+    await this.reconcile();
+    for (let i = 0; i < this.o.concurrency; i++) this.loops.push(this.workLoop(i));
+    this.reconciler = setInterval(() => {
+      this.reconcile().catch((err: unknown) => {
+        this.o.log.error({ err }, 'reconcile failed');
+      });
+    }, this.o.reconcileEveryMs ?? 10_000);
+  }
+
+  async stop(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
+    await this.removeContainers({ project: project.id, deployment: deployment.id });
+    await this.route(project.id, null);
+  }
+
+  /**
+   * Shut the engine down: in-flight deployments keep their leases and are reaped or failed on
+   * the next start; running apps keep running, and so does nginx.
+   */
+  async shutdown(): Promise<void> {
+    this.stopping.abort();
+    this.wakeUp?.();
+    clearInterval(this.reconciler);
+    await Promise.allSettled(this.loops);
+    await this.routing;
+    await this.o.router.stop();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  /** A rolling restart: each container is replaced by a fresh one that answers before the old goes. */
+  async restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
+    if (deployment.image === null) return;
+    const old = await this.o.runtime.list({ owner: { project: project.id, deployment: deployment.id }, labels: this.labels });
+    const owner = this.ownerOf(project, deployment.id);
+    const env = await this.envOf(project);
+    for (const c of old) {
+      const fresh = await this.startContainer(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${Date.now().toString(36)}`);
+      await this.waitHealthy([fresh], undefined);
+      await this.refreshRoutes(project.id);
+      await this.o.runtime.stop(c.id, { graceSeconds: 10 });
+      await this.o.runtime.remove(c.id);
+      await this.refreshRoutes(project.id);
+    }
+  }
+
+  async pods(projectId: string, deploymentId: string): Promise<Pod[]> {
+    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
+    // Stats take a sampling window each: ask for all pods at once.
+    return Promise.all(
+      containers.map(async (c) => {
+        const usage = c.state === 'running' ? await this.o.runtime.stats(c.id) : null;
+        return {
+          name: c.name,
+          status: c.state.charAt(0).toUpperCase() + c.state.slice(1),
+          ready: c.state === 'running',
+          restarts: c.restartCount,
+          startedAt: c.startedAt,
+          cpuMillicores: usage?.cpuMillicores ?? 0,
+          memoryBytes: usage?.memoryBytes ?? 0,
+        };
+      }),
+    );
+  }
+
+  // ---- workers ------------------------------------------------------------------------------
+
+  private async workLoop(n: number): Promise<void> {
+    const worker = `${this.workerId}-${n.toString()}`;
+    while (!this.stopping.signal.aborted) {
+      let claimed: DeploymentRow | null = null;
+      try {
+        claimed = await this.o.queue.claim(worker);
+      } catch (err) {
+        this.o.log.error({ err }, 'claiming a deployment failed');
+      }
+      if (claimed === null) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.o.pollMs ?? 1000);
+          this.wakeUp = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        continue;
+      }
+      await this.run(claimed, worker);
+    }
+  }
+
+  private async run(d: DeploymentRow, worker: string): Promise<void> {
+    const { deps, queue, buildLog, runtime } = this.o;
+    const db = deps.store.db;
+    const lines: string[] = [];
+    let flushing: Promise<void> = Promise.resolve();
+    const flush = () => {
+      const batch = lines.splice(0);
+      flushing = flushing.then(() => buildLog.append(d.id, batch)).catch((err: unknown) => {
+        this.o.log.error({ err }, 'writing build log failed');
+      });
+      return flushing;
+    };
+    const say = (line: string) => {
+      lines.push(line);
+      if (lines.length >= 50) void flush();
+    };
+    const flusher = setInterval(() => void flush(), 200);
+    const lost = new AbortController();
+    const heartbeat = setInterval(() => {
+      queue.heartbeat(d.id, worker).then(
+        (held) => {
+          if (!held) lost.abort();
+        },
+        (err: unknown) => {
+          this.o.log.warn({ err }, 'lease renewal failed');
+        },
+      );
+    }, Math.max(1000, this.o.leaseMs / 4));
+    const started: ContainerInfo[] = [];
+    try {
+      const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
+      if (project === undefined) throw new DeployFailure('The project was deleted.');
+      const owner = this.ownerOf(project, d.id);
+      await refreshProjectStatus(db, project.id, iso(deps.clock.now()));
+
+      let image = d.image;
+      let commit: { sha: string; message: string } | null = null;
+      if (image === null) {
+        const built = await this.build(d, project, owner, say, lost.signal);
+        image = built.image;
+        commit = built.commit;
+      } else {
+        say(`Reusing image ${image} (${d.source}); no build.`);
+      }
+      const deploying = await queue.advance(d.id, worker, { kind: 'built' }, { image, ...(commit === null ? {} : { commit_sha: commit.sha, commit_message: commit.message }) });
+      if (deploying === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
+      await refreshProjectStatus(db, project.id, iso(deps.clock.now()));
+      buildLog.notify(d.id);
+
+      const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id });
+      const env = await this.envOf(project);
+      say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
+      for (let i = 0; i < project.replicas; i++) {
+        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`));
+      }
+      await this.waitHealthy(started, say);
+      say('All replicas answer; switching traffic.');
+
+      // The switch: new upstreams first, then the old deployment retires.
+      const previous = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
+      await this.refreshRoutes(project.id, d.id);
+      const live = await queue.advance(d.id, worker, { kind: 'healthy' });
+      if (live === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
+      for (const p of previous) {
+        await queue.advance(p.id, null, { kind: 'supersede' });
+        await this.removeContainers({ project: project.id, deployment: p.id });
+      }
+      const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
+      say(`Deployment is live at ${url}.`);
+    } catch (err) {
+      const message = err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
+      if (!(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
+      say(`[failed] ${message}`);
+      for (const c of started) await runtime.remove(c.id).catch(() => false);
+      await queue.advance(d.id, worker, { kind: 'fail' }, { error: message });
+    } finally {
+      clearInterval(heartbeat);
+      clearInterval(flusher);
+      await flush();
+      await refreshProjectStatus(db, d.project_id, iso(deps.clock.now())).catch(() => undefined);
+      buildLog.forget(d.id);
+    }
+  }
+
+  private async build(
+    d: DeploymentRow,
+    project: ProjectRow,
+    owner: Owner,
+    say: (line: string) => void,
+    signal: AbortSignal,
+  ): Promise<{ image: string; commit: { sha: string; message: string } }> {
+    const { deps, runtime, git } = this.o;
+    const conn = await deps.store.db.selectFrom('git_connections').selectAll().where('project_id', '=', project.id).executeTakeFirst();
+    if (conn === undefined) throw new DeployFailure('The project has no Git connection any more.');
+    const ws = await deps.store.db.selectFrom('workspaces').select(['slug', 'settings']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+    const timeoutMs = parseSettings(ws.settings).build_timeout_sec * 1000;
+    const branch = d.branch ?? conn.branch;
+    say(`Fetching ${conn.repo_full_name}@${branch} from ${git.host}.`);
+    let checkout;
+    try {
+      const token = await accessTokenFor(this.o.githubApp, Number(conn.installation_id), signal);
+      checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, token, timeoutMs, signal });
+    } catch (err) {
+      throw new DeployFailure(err instanceof Error ? err.message : String(err));
+    }
+    try {
+      say(`Commit ${checkout.commitSha.slice(0, 12)}: ${firstLine(checkout.commitMessage)}`);
+      let context;
+      try {
+        context = await prepareBuildContext({ checkoutDir: checkout.dir, rootDir: conn.root_dir, dockerfilePath: conn.dockerfile_path, baseImages: this.o.baseImages, port: project.port });
+      } catch (err) {
+        throw new DeployFailure(err instanceof Error ? err.message : String(err));
+      }
+      say(context.description);
+      const tag = `slipway/${ws.slug}-${project.slug}:${d.id}`;
+      const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, owner, labels: this.labels, onLine: say, timeoutMs, signal });
+      switch (result.status) {
+        case 'succeeded':
+          return { image: tag, commit: { sha: checkout.commitSha, message: checkout.commitMessage } };
+        case 'failed':
+          throw new DeployFailure(`The build failed: ${result.error}`);
+        case 'timed_out':
+          throw new DeployFailure(`The build took longer than the workspace's build timeout (${(timeoutMs / 1000).toString()} s).`);
+        case 'cancelled':
+          throw new DeployFailure('The build was cancelled.');
+      }
+    } finally {
+      await rm(checkout.dir, { recursive: true, force: true });
+    }
+  }
+
+  // ---- containers and routes -----------------------------------------------------------------
+
+  private ownerOf(project: ProjectRow, deploymentId: string): Owner {
+    return { workspace: project.workspace_id, project: project.id, deployment: deploymentId };
+  }
+
+  private async envOf(project: ProjectRow): Promise<Record<string, string>> {
+    return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
+  }
+
+  private async startContainer(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string): Promise<ContainerInfo> {
+    const ws = await this.o.deps.store.db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+    return this.o.runtime.run({
+      name,
+      image,
+      env,
+      owner,
+      cpu: Number(project.cpu),
+      memoryBytes: ramBytes(project.ram),
+      network: `ws-${ws.slug}`,
+      aliases: [project.slug],
+      port: project.port,
+      labels: this.labels,
+      restart: { kind: 'unless-stopped' },
+    });
+  }
+
+  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined): Promise<void> {
+    const deadline = Date.now() + this.o.healthTimeoutMs;
+    for (const c of containers) {
+      for (;;) {
+        const now = await this.o.runtime.inspect(c.id);
+        if (now === null) throw new DeployFailure(`Container ${c.name} disappeared before it answered.`);
+        if (now.state === 'exited' || now.state === 'dead') {
+          throw new DeployFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
+        }
+        if (now.hostPort !== null && (await answers(now.hostPort))) {
+          say?.(`${c.name} answers on port ${String(now.port)}.`);
+          break;
+        }
+        if (Date.now() > deadline) {
+          throw new DeployFailure(`Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`);
+        }
+        await sleep(250);
+      }
+    }
+  }
+
+  private async removeContainers(selector: { project: string; deployment?: string }): Promise<void> {
+    const containers = await this.o.runtime.list({ owner: selector, labels: this.labels });
+    await Promise.all(
+      containers.map(async (c) => {
+        await this.o.runtime.stop(c.id, { graceSeconds: 10 });
+        await this.o.runtime.remove(c.id);
+      }),
+    );
+  }
+
+  /**
+   * Point the project's hosts at the running containers of its serving deployment (or of
+   * `deploymentId`, the one about to take over); no upstream means the router answers 503.
+   */
+  private async refreshRoutes(projectId: string, deploymentId?: string): Promise<void> {
+    const db = this.o.deps.store.db;
+    const serving = deploymentId ?? (await db.selectFrom('deployments').select('id').where('project_id', '=', projectId).where('status', '=', 'running').orderBy('created_at', 'desc').executeTakeFirst())?.id;
+    if (serving === undefined) {
+      await this.route(projectId, null);
+      return;
+    }
+    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: serving }, labels: this.labels });
+    const upstreams: Upstream[] = containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+    await this.route(projectId, upstreams);
+  }
+
+  /** Set (or with null, remove) a project's routes and hand the table to the data plane, one change at a time. */
+  private route(projectId: string, upstreams: Upstream[] | null): Promise<void> {
+    const next = this.routing.then(async () => {
+      const db = this.o.deps.store.db;
+      const project = await db
+        .selectFrom('projects')
+        .innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id')
+        .select(['projects.slug as project', 'workspaces.slug as workspace'])
+        .where('projects.id', '=', projectId)
+        .executeTakeFirst();
+      if (project === undefined || upstreams === null) {
+        this.table = this.table.removeProject(projectId);
+      } else {
+        const custom = await db.selectFrom('domains').select('domain').where('project_id', '=', projectId).execute();
+        const hosts = [defaultDomain(project.project, project.workspace, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
+        this.table = this.table.setProject(projectId, { hosts, upstreams });
+      }
+      await this.o.router.apply(this.table);
+    });
+    this.routing = next.catch((err: unknown) => {
+      this.o.log.error({ err }, 'router update failed');
+    });
+    return next;
+  }
+
+  // ---- recovery and reconciliation -------------------------------------------------------------
+
+  private async failInterrupted(): Promise<void> {
+    const db = this.o.deps.store.db;
+    const now = iso(this.o.deps.clock.now());
+    const rows = await db
+      .updateTable('deployments')
+      .set({ status: 'failed', error: 'Interrupted: Slipway stopped while this deployment was in progress.', finished_at: now, lease_owner: null, lease_until: null })
+      .where('status', 'in', ['building', 'deploying'])
+      .returning(['id', 'project_id'])
+      .execute();
+    for (const r of rows) {
+      await this.removeContainers({ project: r.project_id, deployment: r.id });
+      await refreshProjectStatus(db, r.project_id, now);
+    }
+  }
+
+  /**
+   * Bring the engine and the router in line with the store: reap dead leases, remove containers
+   * no serving or in-progress deployment owns (orphans), and route every serving deployment to
+   * its running containers (host ports change when the engine restarts a container).
+   */
+  async reconcile(): Promise<void> {
+    const { deps, queue, runtime } = this.o;
+    const db = deps.store.db;
+    for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(deps.clock.now()));
+    const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', ['running', 'building', 'deploying']).execute();
+    const keep = new Set(wanted.map((w) => w.id));
+    for (const c of await runtime.list({ labels: this.labels })) {
+      if (c.owner !== null && !keep.has(c.owner.deployment)) {
+        this.o.log.info({ container: c.name }, 'removing an orphaned container');
+        await runtime.stop(c.id, { graceSeconds: 5 });
+        await runtime.remove(c.id);
+      }
+    }
+    const serving = [...new Set(wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
+    for (const projectId of serving) await this.refreshRoutes(projectId);
+    for (const projectId of this.table.routes().map((r) => r.project)) {
+      if (!serving.includes(projectId)) await this.route(projectId, null);
+    }
+  }
+}

@@ -1,0 +1,37 @@
+import type { Kysely } from 'kysely';
+import { ACTIVE, projectStatusOf } from '../domain/deployment.js';
+import type { DB, DeploymentStatus, ProjectStatus } from '../store/schema.js';
+
+/**
+ * Recompute a project's status from its deployments (DESIGN §4) and store it. Called after every
+ * deployment transition, so the project record never disagrees with its deployments.
+ */
+export async function refreshProjectStatus(db: Kysely<DB>, projectId: string, now: string): Promise<ProjectStatus> {
+  const rows = await db
+    .selectFrom('deployments')
+    .select(['status'])
+    .where('project_id', '=', projectId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(50)
+    .execute();
+  const statuses = rows.map((r) => r.status);
+  const active = statuses.find((st) => ACTIVE.includes(st)) ?? null;
+  const serving = statuses.includes('running');
+  // The deployment that ended last decides (a stop after a failed deploy means `stopped`).
+  const ended = await db
+    .selectFrom('deployments')
+    .select('status')
+    .where('project_id', '=', projectId)
+    .where('status', 'in', ['failed', 'superseded', 'stopped'])
+    .orderBy('finished_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const lastFinal: DeploymentStatus | null = ended?.status ?? null;
+  const current = await db.selectFrom('projects').select('status').where('id', '=', projectId).executeTakeFirst();
+  // `crashed` and `suspended` are set by the reconciler and billing; a serving deployment keeps them.
+  const status = serving && (current?.status === 'crashed' || current?.status === 'suspended') && active === null ? current.status : projectStatusOf(active, serving, lastFinal);
+  await db.updateTable('projects').set({ status, updated_at: now }).where('id', '=', projectId).execute();
+  return status;
+}

@@ -1,0 +1,245 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { GitSource } from '../../src/build/index.js';
+import { Orchestrator } from '../../src/deploy/orchestrator.js';
+import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceId } from '../../src/store/db.js';
+import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { ensureBaseImage } from '../factories/images.js';
+
+interface Deployment {
+  id: string;
+  status: string;
+  error: string | null;
+  image: string | null;
+  source: string;
+  commit_sha: string | null;
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => {
+        resolve(port);
+      });
+    });
+  });
+
+/** GET through the router with a Host header, on a fresh connection each time. */
+function viaRouter(port: number, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const app = (base: string, text: string) => ({
+  Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+  'index.html': `${text}\n`,
+});
+
+describe('deploying from Git on Docker Engine through the router', () => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  let root: RepoRoot;
+  let repo: TestRepo;
+  let gitServer: GitServer;
+  let router: RouterDriver;
+  let orchestrator: Orchestrator;
+  let routerPort: number;
+  let base: string;
+  let workDir: string;
+  const project = `/api/workspaces/WS/projects/hello`;
+  const path = (p: string) => p.replace('WS', w.slug);
+  const host = () => `hello-${w.slug}.apps.test`;
+
+  async function waitFor(id: string, until: (d: Deployment) => boolean): Promise<Deployment> {
+    for (let i = 0; i < 600; i++) {
+      const r = await s.request<Deployment>('GET', path(`${project}/deployments/${id}`), { key: w.member.key });
+      if (r.body.data !== undefined && until(r.body.data)) return r.body.data;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    throw new Error(`deployment ${id} did not settle`);
+  }
+  const settled = (d: Deployment) => !['queued', 'building', 'deploying'].includes(d.status);
+
+  async function deploy(): Promise<Deployment> {
+    const r = await s.request<Deployment>('POST', path(`${project}/deploy`), { key: w.member.key });
+    expect(r.status, r.text).toBe(202);
+    expect(r.body.data?.status).toBe('queued');
+    return waitFor(r.body.data?.id ?? '', settled);
+  }
+
+  beforeAll(async () => {
+    base = await ensureBaseImage();
+    routerPort = await freePort();
+    s = await startTestServer('sqlite');
+    w = await makeWorkspace(s);
+    root = await RepoRoot.create();
+    repo = await root.repo('acme/hello');
+    await repo.commit('first version', app(base, 'hello v1'));
+    gitServer = await startGitServer({ root: root.dir });
+    workDir = mkdtempSync(join(tmpdir(), 'slipway-builds-'));
+    router = createRouterDriver({ driver: 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
+    orchestrator = new Orchestrator({
+      deps: s.deps,
+      queue: s.services.queue,
+      buildLog: s.services.buildLog,
+      envVars: s.services.envVars,
+      runtime: new DockerRuntime({ docker: new Docker() }),
+      router,
+      git: new GitSource({ baseUrl: gitServer.url }),
+      baseImages: { node: base, go: base, python: base, static: base },
+      workDir: join(workDir, 'checkouts'),
+      concurrency: 2,
+      healthTimeoutMs: 30_000,
+      leaseMs: 60_000,
+      log: { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } },
+      instanceId: await instanceId(s.store),
+      pollMs: 200,
+    });
+    s.services.engine = orchestrator;
+    await orchestrator.start();
+    await s.request('POST', path('/api/workspaces/WS/projects'), { key: w.member.key, body: { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' } });
+    await s.request('POST', path(`${project}/git`), { key: w.member.key, body: { repo_full_name: 'acme/hello' } });
+  }, 120_000);
+
+  afterAll(async () => {
+    await orchestrator.shutdown();
+    const runtime = new DockerRuntime({ docker: new Docker() });
+    await runtime.purge({ labels: { 'slipway.instance': await instanceId(s.store) } });
+    await s.close();
+    await gitServer.close();
+    await root.dispose();
+    rmSync(workDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('answers 503 for a project that runs nothing', async () => {
+    expect((await viaRouter(routerPort, host())).status).toBe(503);
+  });
+
+  it('builds the branch, runs it and serves it through the router', async () => {
+    const d = await deploy();
+    expect(d, d.error ?? '').toMatchObject({ status: 'running', source: 'git', error: null });
+    expect(d.commit_sha).toMatch(/^[0-9a-f]{40}$/);
+    expect(await viaRouter(routerPort, host())).toEqual({ status: 200, body: 'hello v1\n' });
+    const p = await s.request<{ status: string }>('GET', path(project), { key: w.member.key });
+    expect(p.body.data?.status).toBe('running');
+  });
+
+  it('replays the build log over the WebSocket, ending with [END]', async () => {
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
+    const id = list.body.data?.deployments[0]?.id ?? '';
+    const frames = await new Promise<string[]>((resolve, reject) => {
+      const got: string[] = [];
+      const ws = new WebSocket(`${s.url.replace('http', 'ws')}${path(`${project}/deployments/${id}/logs`)}`, { headers: { 'x-api-key': w.member.key } });
+      ws.on('message', (m: Buffer) => got.push(m.toString('utf8')));
+      ws.on('close', () => {
+        resolve(got);
+      });
+      ws.on('error', reject);
+    });
+    expect(frames[0]).toMatch(/^Fetching acme\/hello@main from http:\/\/127\.0\.0\.1:\d+\.$/);
+    expect(frames.some((f) => /^Step 1\/\d : FROM /.test(f))).toBe(true);
+    expect(frames.at(-2)).toBe(`Deployment is live at ${host()}.`);
+    expect(frames.at(-1)).toBe('[END]');
+  });
+
+  it('shows real pods and resource use in the status view', async () => {
+    const r = await s.request<{ pods: { ready: number; total: number; items: { name: string; status: string; restarts: number; age: string }[] }; resources: { cpu: { used: string; limit: string }; memory: { used: string; limit: string } }; latestDeployment: { status: string } }>('GET', path(`${project}/status`), { key: w.member.key });
+    expect(r.body.data?.latestDeployment.status).toBe('running');
+    expect(r.body.data?.pods).toMatchObject({ ready: 1, total: 1, items: [{ status: 'Running', restarts: 0, age: expect.stringMatching(/^\d+[smhd]$/) }] });
+    expect(r.body.data?.resources.cpu).toEqual({ used: expect.stringMatching(/^\d+m$/), limit: '250m' });
+    expect(r.body.data?.resources.memory).toEqual({ used: expect.stringMatching(/^\d+Mi$/), limit: '128Mi' });
+    expect(Number(r.body.data?.resources.memory.used.replace('Mi', ''))).toBeLessThanOrEqual(128);
+  });
+
+  it('deploys a new commit with zero downtime: every request during the switch answers 200', async () => {
+    await repo.commit('second version', app(base, 'hello v2'));
+    const r = await s.request<Deployment>('POST', path(`${project}/deploy`), { key: w.member.key });
+    const statuses: number[] = [];
+    const bodies = new Set<string>();
+    const state = { done: false };
+    const waiting = waitFor(r.body.data?.id ?? '', settled).then((d) => {
+      state.done = true;
+      return d;
+    });
+    while (!state.done) {
+      const res = await viaRouter(routerPort, host());
+      statuses.push(res.status);
+      bodies.add(res.body);
+    }
+    const d = await waiting;
+    for (let i = 0; i < 20; i++) {
+      const res = await viaRouter(routerPort, host());
+      statuses.push(res.status);
+      bodies.add(res.body);
+    }
+    expect(d.status).toBe('running');
+    expect(statuses.length).toBeGreaterThan(20);
+    expect(statuses.filter((x) => x !== 200)).toEqual([]);
+    expect(bodies).toEqual(new Set(['hello v1\n', 'hello v2\n']));
+    expect((await viaRouter(routerPort, host())).body).toBe('hello v2\n');
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
+    expect(list.body.data?.deployments.map((x) => x.status)).toEqual(['running', 'superseded']);
+  });
+
+  it('rolls back to the first deployment\u2019s image without a build', async () => {
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
+    const first = list.body.data?.deployments.at(-1);
+    const r = await s.request<Deployment>('POST', path(`${project}/deployments/${first?.id ?? ''}/rollback`), { key: w.member.key });
+    expect(r.status).toBe(202);
+    const d = await waitFor(r.body.data?.id ?? '', settled);
+    expect(d).toMatchObject({ status: 'running', source: 'rollback', image: first?.image });
+    expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
+  });
+
+  it('fails a broken Dockerfile with the build error and keeps the old deployment serving', async () => {
+    await repo.commit('broken', { Dockerfile: `FROM ${base}\nRUN exit 3\n` });
+    const d = await deploy();
+    expect(d.status).toBe('failed');
+    expect(d.error).toMatch(/^The build failed: .*returned a non-zero code: 3/);
+    expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
+    const p = await s.request<{ status: string }>('GET', path(project), { key: w.member.key });
+    expect(p.body.data?.status).toBe('running');
+  });
+
+  it('stops the running deployment: the router answers 503 and the project is stopped', async () => {
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
+    const running = list.body.data?.deployments.find((x) => x.status === 'running');
+    const r = await s.request<Deployment>('POST', path(`${project}/deployments/${running?.id ?? ''}/stop`), { key: w.member.key });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.data?.status).toBe('stopped');
+    expect((await viaRouter(routerPort, host())).status).toBe(503);
+    const p = await s.request<{ status: string }>('GET', path(project), { key: w.member.key });
+    expect(p.body.data?.status).toBe('stopped');
+  });
+
+  it('refuses paid work with 402 when the wallet is empty', async () => {
+    await s.store.db.updateTable('wallets').set({ balance: 0 }).where('workspace_id', '=', w.id).execute();
+    try {
+      const r = await s.request('POST', path(`${project}/deploy`), { key: w.member.key });
+      expect(r).toMatchObject({ status: 402, body: { success: false } });
+    } finally {
+      await s.store.db.updateTable('wallets').set({ balance: 500 }).where('workspace_id', '=', w.id).execute();
+    }
+  });
+});
