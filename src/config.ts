@@ -26,6 +26,12 @@ export interface Config {
   trustProxy: string[];
   /** HMAC secret of GitHub webhook deliveries; empty: POST /api/webhooks/github answers 503 */
   githubWebhookSecret: string;
+  engine: 'docker' | 'none';
+  router: 'auto' | 'nginx' | 'node';
+  buildConcurrency: number;
+  healthTimeoutMs: number;
+  githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
+  baseImages: { node: string; go: string; python: string; static: string };
 }
 
 /**
@@ -49,6 +55,17 @@ export const SETTINGS = [
   { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
   { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
   { flag: 'trust-proxy', env: 'SLIPWAY_TRUST_PROXY', def: '', help: 'comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed (empty: none)' },
+  { flag: 'engine', env: 'SLIPWAY_ENGINE', def: 'docker', help: 'container engine that runs deployments: docker (DOCKER_HOST or /var/run/docker.sock), or none (API only: deployments queue)' },
+  { flag: 'router', env: 'SLIPWAY_ROUTER', def: 'auto', help: 'router data plane: nginx, node (built-in proxy), or auto (nginx when installed)' },
+  { flag: 'build-concurrency', env: 'SLIPWAY_BUILD_CONCURRENCY', def: '2', help: 'deployments built and rolled out at once (one at a time per project)' },
+  { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
+  { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
+  { flag: 'github-app-private-key-file', env: 'SLIPWAY_GITHUB_APP_PRIVATE_KEY_FILE', def: '', help: 'PEM private key of the GitHub App' },
+  { flag: 'github-api-url', env: 'SLIPWAY_GITHUB_API_URL', def: 'https://api.github.com', help: 'GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)' },
+  { flag: 'base-image-node', env: 'SLIPWAY_BASE_IMAGE_NODE', def: 'node:20-alpine', help: 'base image of generated Dockerfiles for Node apps' },
+  { flag: 'base-image-go', env: 'SLIPWAY_BASE_IMAGE_GO', def: 'golang:1.22', help: 'base image of generated Dockerfiles for Go apps' },
+  { flag: 'base-image-python', env: 'SLIPWAY_BASE_IMAGE_PYTHON', def: 'python:3.12-slim', help: 'base image of generated Dockerfiles for Python apps' },
+  { flag: 'base-image-static', env: 'SLIPWAY_BASE_IMAGE_STATIC', def: 'busybox:1.36', help: 'base image of generated Dockerfiles for static sites' },
   { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'secret of the GitHub webhook that POSTs to /api/webhooks/github (auto-deploy); empty: webhooks are refused' },
 ] as const;
 
@@ -94,6 +111,27 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     return n;
   };
 
+  function oneOf<const T extends readonly string[]>(name: SettingName, values: T): T[number] {
+    const v = raw(name);
+    if (!values.includes(v)) problems.push(`${where(name)} must be one of ${values.join(', ')} (got "${v}").`);
+    return (values.includes(v) ? v : values[0]) as T[number];
+  }
+  function wholeNumber(name: SettingName, min: number, max: number): number {
+    const n = Number(raw(name));
+    if (!Number.isInteger(n) || n < min || n > max) problems.push(`${where(name)} must be a whole number from ${min.toString()} to ${max.toString()} (got "${raw(name)}").`);
+    return n;
+  }
+  function githubApp(): Config['githubApp'] {
+    const id = raw('github-app-id');
+    const keyFile = raw('github-app-private-key-file');
+    if (id === '' && keyFile === '') return null;
+    if (id === '' || keyFile === '') {
+      problems.push(`${where(id === '' ? 'github-app-id' : 'github-app-private-key-file')} is needed too: a GitHub App takes both its id and its private key file.`);
+      return null;
+    }
+    return { id, privateKeyFile: resolve(cwd, keyFile), apiUrl: raw('github-api-url').replace(/\/+$/, '') };
+  }
+
   const dataDir = resolve(cwd, raw('data-dir'));
   const databaseUrl = raw('database-url') === '' ? join(dataDir, 'slipway.db') : raw('database-url');
   if (/^[a-z]+:\/\//.test(databaseUrl) && !isPostgresUrl(databaseUrl)) {
@@ -131,6 +169,17 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     currency,
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),
     githubWebhookSecret: raw('github-webhook-secret'),
+    engine: oneOf('engine', ['docker', 'none'] as const),
+    router: oneOf('router', ['auto', 'nginx', 'node'] as const),
+    buildConcurrency: wholeNumber('build-concurrency', 1, 32),
+    healthTimeoutMs: wholeNumber('health-timeout', 1, 3600) * 1000,
+    githubApp: githubApp(),
+    baseImages: {
+      node: raw('base-image-node'),
+      go: raw('base-image-go'),
+      python: raw('base-image-python'),
+      static: raw('base-image-static'),
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,11 +1,19 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import type { FastifyBaseLogger } from 'fastify';
+import { LEASE_MS, type Services } from './api/services.js';
+import { GitHubApp, GitSource } from './build/index.js';
+import { Orchestrator } from './deploy/orchestrator.js';
+import { createRouterDriver } from './router/index.js';
+import { DockerRuntime } from './runtime/docker/docker.runtime.js';
 import { buildApp, type App } from './api/app.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { idSource, systemClock, systemRandom } from './domain/clock.js';
 import { loadOrCreateSecretKey } from './secret-key.js';
 import { SecretBox } from './secrets/secret-box.js';
-import { createStore, type Store } from './store/db.js';
+import { createStore, instanceId, type Store } from './store/db.js';
 import type { Deps } from './deps.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -56,6 +64,45 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
   };
 }
 
+/** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
+async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
+  const runtime = new DockerRuntime({ docker: new Docker() });
+  try {
+    await runtime.check();
+  } catch (err) {
+    throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
+  }
+  const githubApp =
+    config.githubApp === null
+      ? undefined
+      : new GitHubApp({ appId: config.githubApp.id, privateKey: readFileSync(config.githubApp.privateKeyFile, 'utf8'), apiUrl: config.githubApp.apiUrl });
+  const orchestrator = new Orchestrator({
+    deps,
+    queue: services.queue,
+    buildLog: services.buildLog,
+    envVars: services.envVars,
+    runtime,
+    router: createRouterDriver({ driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log }),
+    git: new GitSource({ baseUrl: config.gitBaseUrl }),
+    githubApp,
+    baseImages: config.baseImages,
+    workDir: join(config.dataDir, 'builds'),
+    concurrency: config.buildConcurrency,
+    healthTimeoutMs: config.healthTimeoutMs,
+    leaseMs: LEASE_MS,
+    log,
+    instanceId: await instanceId(deps.store),
+  });
+  try {
+    await orchestrator.start();
+  } catch (err) {
+    await orchestrator.shutdown().catch(() => undefined);
+    throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  services.engine = orchestrator;
+  return orchestrator;
+}
+
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
@@ -70,12 +117,15 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
     });
-    // Listen first: a port that is taken must fail the start before anything is bootstrapped,
-    // or the one-time key would be created and never shown.
+    // The engine and the router start before the API listens, and the API listens before
+    // anything is bootstrapped: any of them failing must stop the start before the one-time key
+    // is created, or it would never be shown.
+    const engine = config.engine === 'docker' ? await startEngine(config, deps, services, app.log) : null;
     let url: string;
     try {
       url = await app.listen({ host: config.listen.host, port: config.listen.port });
     } catch (err) {
+      await engine?.shutdown();
       await app.close();
       throw new StartError(`cannot listen on ${config.listen.host}:${config.listen.port.toString()}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
     }
@@ -86,6 +136,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       url,
       bootstrapped,
       close: async () => {
+        await engine?.shutdown();
         await app.close();
         await store.close();
       },

@@ -37,7 +37,8 @@ const SETTING_VARS = new Set<string>(SETTINGS.map((s) => s.env));
 /** The test's environment without any `SLIPWAY_*` setting, plus `extra`. */
 export function slipwayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const inherited = Object.entries(process.env).filter(([name]) => !SETTING_VARS.has(name));
-  return { ...Object.fromEntries(inherited), ...extra };
+  // These tests are about the control plane: no engine or router (and its :8000) unless asked for.
+  return { ...Object.fromEntries(inherited), SLIPWAY_ENGINE: 'none', ...extra };
 }
 
 /** `node bin/slipway ...args`, with its output collected; killed by killAll(). */
