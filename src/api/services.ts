@@ -55,7 +55,7 @@ export function createServices(deps: Deps): Services {
     deploys: new DeployService(deps, queue, wallets, () => services.engine),
     engine: idleEngine,
     envVars: new EnvService(deps),
-    domains: new DomainService(deps),
+    domains: new DomainService(deps, (projectId) => services.engine.routesChanged(projectId)),
     uptime: new UptimeService(deps),
   };
   return services;

@@ -17,6 +17,8 @@ export interface Engine {
   stop(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
   /** restart the deployment's containers one at a time, keeping the others serving */
   restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+  /** the project's hosts changed (custom domains): route them */
+  routesChanged(projectId: string): Promise<void>;
   /** the deployment's containers as the engine sees them, with their resource use */
   pods(projectId: string, deploymentId: string): Promise<Pod[]>;
 }
@@ -38,6 +40,7 @@ export const idleEngine: Engine = {
   stop: () => Promise.resolve(),
   restart: () => Promise.resolve(),
   pods: () => Promise.resolve([]),
+  routesChanged: () => Promise.resolve(),
 };
 
 export interface Push {
@@ -74,6 +77,22 @@ export class DeployService {
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
     await this.wallets.requireFunds(project.workspace_id);
     return this.enqueue({ projectId: project.id, source: 'redeploy', image: current.image, branch: current.branch, commitSha: current.commit_sha, commitMessage: current.commit_message });
+  }
+
+  /**
+   * replicas, cpu or ram changed: a running project takes the new size at once, by a rolling
+   * redeploy of its current image (a project that does not run takes it on its next deploy).
+   */
+  async resized(access: Access, projectSlug: string): Promise<void> {
+    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const current = await this.current(project.id);
+    if (current === undefined || current.image === null) return;
+    try {
+      await this.redeploy(access, projectSlug);
+    } catch (err) {
+      // Without credit the new size waits for the next paid deploy; the change itself is saved.
+      if (!(err instanceof AppError && err.code === 'PAYMENT_REQUIRED')) throw err;
+    }
   }
 
   /** A new deployment of an earlier deployment's image. */

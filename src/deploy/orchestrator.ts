@@ -42,6 +42,8 @@ export interface OrchestratorOptions {
 }
 
 const INSTANCE_LABEL = 'slipway.instance';
+/** A container restarted this often by the engine, and not running now, is crash-looping. */
+const CRASH_LOOP_RESTARTS = 3;
 
 /** A failure whose sentence is meant for the user (the deployment's `error`). */
 class DeployFailure extends Error {}
@@ -86,6 +88,7 @@ export class Orchestrator implements Engine {
   private wakeUp: (() => void) | null = null;
   private loops: Promise<void>[] = [];
   private reconciler: NodeJS.Timeout | undefined;
+  private reconciling: Promise<void> | null = null;
 
   private readonly labels: Record<string, string>;
 
@@ -105,9 +108,15 @@ export class Orchestrator implements Engine {
     await this.reconcile();
     for (let i = 0; i < this.o.concurrency; i++) this.loops.push(this.workLoop(i));
     this.reconciler = setInterval(() => {
-      this.reconcile().catch((err: unknown) => {
-        this.o.log.error({ err }, 'reconcile failed');
-      });
+      // One pass at a time: a slow engine must not pile passes up.
+      if (this.reconciling !== null) return;
+      this.reconciling = this.reconcile()
+        .catch((err: unknown) => {
+          this.o.log.error({ err }, 'reconcile failed');
+        })
+        .finally(() => {
+          this.reconciling = null;
+        });
     }, this.o.reconcileEveryMs ?? 10_000);
   }
 
@@ -124,6 +133,7 @@ export class Orchestrator implements Engine {
     this.stopping.abort();
     this.wakeUp?.();
     clearInterval(this.reconciler);
+    await this.reconciling;
     await Promise.allSettled(this.loops);
     await this.routing;
     await this.o.router.stop();
@@ -147,6 +157,10 @@ export class Orchestrator implements Engine {
       await this.o.runtime.remove(c.id);
       await this.refreshRoutes(project.id);
     }
+  }
+
+  async routesChanged(projectId: string): Promise<void> {
+    await this.refreshRoutes(projectId);
   }
 
   async pods(projectId: string, deploymentId: string): Promise<Pod[]> {
@@ -424,6 +438,34 @@ export class Orchestrator implements Engine {
     return next;
   }
 
+  /**
+   * A serving deployment with fewer containers than replicas (one was removed behind Slipway's
+   * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
+   */
+  private async heal(projectId: string): Promise<void> {
+    const { deps, runtime } = this.o;
+    const db = deps.store.db;
+    const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
+    const d = await db.selectFrom('deployments').selectAll().where('project_id', '=', projectId).where('status', '=', 'running').orderBy('created_at', 'desc').executeTakeFirst();
+    if (project === undefined || d?.image == null) return;
+    const containers = await runtime.list({ owner: { project: projectId, deployment: d.id }, labels: this.labels });
+    const missing = project.replicas - containers.length;
+    if (missing > 0) {
+      const env = await this.envOf(project);
+      const ws = await db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      for (let i = 0; i < missing; i++) {
+        this.o.log.info({ project: project.slug }, 'replacing a missing container');
+        await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`);
+      }
+    }
+    const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
+    const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running');
+    const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
+    if (status !== null && status !== project.status) {
+      await db.updateTable('projects').set({ status, updated_at: iso(deps.clock.now()) }).where('id', '=', projectId).execute();
+    }
+  }
+
   // ---- recovery and reconciliation -------------------------------------------------------------
 
   private async failInterrupted(): Promise<void> {
@@ -460,7 +502,11 @@ export class Orchestrator implements Engine {
       }
     }
     const serving = [...new Set(wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
-    for (const projectId of serving) await this.refreshRoutes(projectId);
+    const busy = new Set(wanted.filter((w) => w.status !== 'running').map((w) => w.project_id));
+    for (const projectId of serving) {
+      if (!busy.has(projectId)) await this.heal(projectId);
+      await this.refreshRoutes(projectId);
+    }
     for (const projectId of this.table.routes().map((r) => r.project)) {
       if (!serving.includes(projectId)) await this.route(projectId, null);
     }

@@ -61,7 +61,11 @@ export function parseHostName(input: string, appsDomain: string): string {
 
 /** Custom domains of projects. A host name belongs to at most one project on the whole platform. */
 export class DomainService {
-  constructor(readonly deps: Deps) {}
+  constructor(
+    readonly deps: Deps,
+    /** a project's hosts changed: the router must learn them */
+    private readonly changed: (projectId: string) => Promise<void> = () => Promise.resolve(),
+  ) {}
 
   async list(access: Access, projectSlug: string): Promise<DomainView[]> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
@@ -95,6 +99,7 @@ export class DomainService {
       if (isUniqueViolation(err)) throw conflict(`The domain "${domain}" is already in use on this platform.`);
       throw err;
     }
+    await this.changed(project.id);
     return domainView(row);
   }
 
@@ -109,6 +114,7 @@ export class DomainService {
       .returningAll()
       .executeTakeFirst();
     if (row === undefined) throw notFound('Domain');
+    await this.changed(project.id);
     return domainView(row);
   }
 }

@@ -115,6 +115,7 @@ describe('deploying from Git on Docker Engine through the router', () => {
       log: { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } },
       instanceId: await instanceId(s.store),
       pollMs: 200,
+      reconcileEveryMs: 1000,
     });
     s.services.engine = orchestrator;
     await orchestrator.start();
@@ -220,6 +221,61 @@ describe('deploying from Git on Docker Engine through the router', () => {
     expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
     const p = await s.request<{ status: string }>('GET', path(project), { key: w.member.key });
     expect(p.body.data?.status).toBe('running');
+  });
+
+  it('scales to two replicas at once with a rolling redeploy, and serves custom domains', async () => {
+    const r = await s.request('PUT', path(project), { key: w.member.key, body: { replicas: 2 } });
+    expect(r.status).toBe(200);
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
+    const redeploy = list.body.data?.deployments[0];
+    expect(redeploy?.source).toBe('redeploy');
+    expect((await waitFor(redeploy?.id ?? '', settled)).status).toBe('running');
+    const status = await s.request<{ pods: { ready: number; total: number } }>('GET', path(`${project}/status`), { key: w.member.key });
+    expect(status.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
+    expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
+    const added = await s.request('POST', path(`${project}/domains`), { key: w.member.key, body: { domain: 'www.hello.example' } });
+    expect(added.status).toBe(201);
+    expect(await viaRouter(routerPort, 'www.hello.example')).toEqual({ status: 200, body: 'hello v1\n' });
+  });
+
+  it('replaces a container removed behind its back', async () => {
+    const docker = new Docker();
+    const mine = await docker.listContainers({ filters: { label: [`slipway.instance=${await instanceId(s.store)}`] } });
+    const victim = mine[0];
+    expect(victim).toBeDefined();
+    await docker.getContainer(victim?.Id ?? '').remove({ force: true });
+    for (let i = 0; i < 100; i++) {
+      const st = await s.request<{ pods: { ready: number; total: number } }>('GET', path(`${project}/status`), { key: w.member.key });
+      if (st.body.data?.pods.ready === 2) break;
+      await new Promise((res) => setTimeout(res, 300));
+    }
+    const st = await s.request<{ pods: { ready: number; total: number } }>('GET', path(`${project}/status`), { key: w.member.key });
+    expect(st.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
+    expect((await viaRouter(routerPort, host())).status).toBe(200);
+  });
+
+  it('counts restarts of a crashing app and shows the project crashed when it loops', async () => {
+    await s.request('POST', path('/api/workspaces/WS/projects'), { key: w.member.key, body: { name: 'crashy', port: 8080, cpu: '0.25', ram: '0.125' } });
+    const crashRoot = await root.repo('acme/crashy');
+    await crashRoot.commit('serves, then dies', {
+      Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "httpd -p $PORT -h /www; sleep 2; exit 1"]\n`,
+      'index.html': 'short-lived\n',
+    });
+    const crashy = '/api/workspaces/WS/projects/crashy';
+    await s.request('POST', path(`${crashy}/git`), { key: w.member.key, body: { repo_full_name: 'acme/crashy' } });
+    const queued = await s.request<Deployment>('POST', path(`${crashy}/deploy`), { key: w.member.key });
+    let status = '';
+    for (let i = 0; i < 200 && status !== 'crashed'; i++) {
+      await new Promise((res) => setTimeout(res, 300));
+      status = (await s.request<{ status: string }>('GET', path(crashy), { key: w.member.key })).body.data?.status ?? '';
+    }
+    expect(status).toBe('crashed');
+    const d = await s.request<Deployment>('GET', path(`${crashy}/deployments/${queued.body.data?.id ?? ''}`), { key: w.member.key });
+    expect(d.body.data?.status).toBe('running');
+    const view = await s.request<{ pods: { items: { restarts: number }[] } }>('GET', path(`${crashy}/status`), { key: w.member.key });
+    expect(view.body.data?.pods.items[0]?.restarts).toBeGreaterThanOrEqual(3);
+    const running = (await s.request<{ deployments: Deployment[] }>('GET', path(`${crashy}/deployments`), { key: w.member.key })).body.data?.deployments[0];
+    await s.request('POST', path(`${crashy}/deployments/${running?.id ?? ''}/stop`), { key: w.member.key });
   });
 
   it('stops the running deployment: the router answers 503 and the project is stopped', async () => {

@@ -19,9 +19,13 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     ok(await projects.get(accessOf(req), req.params.project_slug)),
   );
 
-  app.put(one, { schema: s.updateProject, config: { action: 'workspace.operate' } }, async (req) =>
-    ok(await projects.update(accessOf(req), req.params.project_slug, req.body)),
-  );
+  app.put(one, { schema: s.updateProject, config: { action: 'workspace.operate' } }, async (req) => {
+    const access = accessOf(req);
+    const updated = await projects.update(access, req.params.project_slug, req.body);
+    const { replicas, cpu, ram } = req.body;
+    if (replicas !== undefined || cpu !== undefined || ram !== undefined) await services.deploys.resized(access, req.params.project_slug);
+    return ok(updated);
+  });
 
   app.delete(one, { schema: s.deleteProject, config: { action: 'workspace.operate' } }, async (req) =>
     ok(await projects.delete(accessOf(req), req.params.project_slug)),
