@@ -108,10 +108,12 @@ export class DeployService {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.status !== 'running') throw conflict(`Only a running deployment can be stopped; this one is ${target.status}.`);
-    await this.engine().stop(project, target);
+    // Recorded first: from here on nothing heals it, and containers left behind by a failure
+    // below are orphans the reconciler removes.
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
-    await refreshProjectStatus(this.deps.store.db, project.id, iso(this.deps.clock.now()));
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
+    await refreshProjectStatus(this.deps.store.db, project.id, iso(this.deps.clock.now()));
+    await this.engine().stop(project, target);
     return deploymentView(stopped);
   }
 

@@ -89,6 +89,18 @@ export class Orchestrator implements Engine {
   private loops: Promise<void>[] = [];
   private reconciler: NodeJS.Timeout | undefined;
   private reconciling: Promise<void> | null = null;
+  /** per project: a rollout's switch, a stop, a restart and a reconcile pass never interleave */
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  private withProjectLock<T>(projectId: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.locks.get(projectId) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.locks.set(projectId, tail);
+    void tail.then(() => {
+      if (this.locks.get(projectId) === tail) this.locks.delete(projectId);
+    });
+    return run;
+  }
 
   private readonly labels: Record<string, string>;
 
@@ -121,8 +133,10 @@ export class Orchestrator implements Engine {
   }
 
   async stop(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
-    await this.removeContainers({ project: project.id, deployment: deployment.id });
-    await this.route(project.id, null);
+    await this.withProjectLock(project.id, async () => {
+      await this.route(project.id, null);
+      await this.removeContainers({ project: project.id, deployment: deployment.id });
+    });
   }
 
   /**
@@ -145,6 +159,10 @@ export class Orchestrator implements Engine {
 
   /** A rolling restart: each container is replaced by a fresh one that answers before the old goes. */
   async restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
+    await this.withProjectLock(project.id, () => this.rollingRestart(project, deployment));
+  }
+
+  private async rollingRestart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
     if (deployment.image === null) return;
     const old = await this.o.runtime.list({ owner: { project: project.id, deployment: deployment.id }, labels: this.labels });
     const owner = this.ownerOf(project, deployment.id);
@@ -160,7 +178,7 @@ export class Orchestrator implements Engine {
   }
 
   async routesChanged(projectId: string): Promise<void> {
-    await this.refreshRoutes(projectId);
+    await this.withProjectLock(projectId, () => this.refreshRoutes(projectId));
   }
 
   async pods(projectId: string, deploymentId: string): Promise<Pod[]> {
@@ -267,14 +285,15 @@ export class Orchestrator implements Engine {
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires.
-      const previous = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
-      await this.refreshRoutes(project.id, d.id);
-      const live = await queue.advance(d.id, worker, { kind: 'healthy' });
-      if (live === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
-      for (const p of previous) {
-        await queue.advance(p.id, null, { kind: 'supersede' });
-        await this.removeContainers({ project: project.id, deployment: p.id });
-      }
+      const previous = await this.withProjectLock(project.id, async () => {
+        const running = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
+        await this.refreshRoutes(project.id, d.id);
+        const live = await queue.advance(d.id, worker, { kind: 'healthy' });
+        if (live === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
+        for (const p of running) await queue.advance(p.id, null, { kind: 'supersede' });
+        return running;
+      });
+      for (const p of previous) await this.removeContainers({ project: project.id, deployment: p.id });
       const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
       say(`Deployment is live at ${url}.`);
     } catch (err) {
@@ -502,13 +521,18 @@ export class Orchestrator implements Engine {
       }
     }
     const serving = [...new Set(wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
-    const busy = new Set(wanted.filter((w) => w.status !== 'running').map((w) => w.project_id));
     for (const projectId of serving) {
-      if (!busy.has(projectId)) await this.heal(projectId);
-      await this.refreshRoutes(projectId);
+      await this.withProjectLock(projectId, async () => {
+        // Read again under the lock: a rollout may have switched since the list above was read,
+        // and one in progress routes the project itself.
+        const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
+        if (active?.status === 'deploying') return;
+        if (active === undefined) await this.heal(projectId);
+        await this.refreshRoutes(projectId);
+      });
     }
     for (const projectId of this.table.routes().map((r) => r.project)) {
-      if (!serving.includes(projectId)) await this.route(projectId, null);
+      if (!serving.includes(projectId)) await this.withProjectLock(projectId, () => this.refreshRoutes(projectId));
     }
   }
 }

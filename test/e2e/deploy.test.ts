@@ -238,6 +238,25 @@ describe('deploying from Git on Docker Engine through the router', () => {
     expect(await viaRouter(routerPort, 'www.hello.example')).toEqual({ status: 200, body: 'hello v1\n' });
   });
 
+  it('restarts the containers one at a time while serving, and redeploys the image without a build', async () => {
+    type Status = { pods: { ready: number; total: number; items: { name: string }[] } };
+    const before = await s.request<Status>('GET', path(`${project}/status`), { key: w.member.key });
+    const restart = await s.request<{ slug: string }>('POST', path(`${project}/restart`), { key: w.member.key });
+    expect(restart.status).toBe(202);
+    expect(restart.body.data?.slug).toBe('hello');
+    const after = await s.request<Status>('GET', path(`${project}/status`), { key: w.member.key });
+    expect(after.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
+    const names = (x: typeof before) => new Set(x.body.data?.pods.items.map((p) => p.name));
+    expect([...names(after)].filter((n) => names(before).has(n))).toEqual([]);
+    expect((await viaRouter(routerPort, host())).status).toBe(200);
+
+    const r = await s.request<Deployment>('POST', path(`${project}/redeploy`), { key: w.member.key });
+    expect(r.status).toBe(202);
+    const d = await waitFor(r.body.data?.id ?? '', settled);
+    expect(d).toMatchObject({ status: 'running', source: 'redeploy' });
+    expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
+  });
+
   it('replaces a container removed behind its back', async () => {
     const docker = new Docker();
     const mine = await docker.listContainers({ filters: { label: [`slipway.instance=${await instanceId(s.store)}`] } });
