@@ -2,7 +2,15 @@
 SHELL := /bin/bash
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install test typecheck lint clean bench-router
+BUILD_STAMP := dist/.build-stamp
+SOURCES := $(shell find src -name '*.ts' ! -name '*.test.ts')
+# `make run` publishes examples/hello here; Slipway clones `examples/hello` from it.
+EXAMPLE_GIT_ROOT := $(CURDIR)/data/git
+SLIPWAY_GIT_BASE_URL ?= file://$(EXAMPLE_GIT_ROOT)
+# What `make run` needs besides Docker (scripts/ensure-docker.sh): command:Debian package.
+RUN_NEEDS := git:git nginx:nginx-light
+
+.PHONY: run run-system build install test typecheck lint clean bench-router
 
 $(NODE_MODULES_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund
@@ -13,10 +21,37 @@ install: $(NODE_MODULES_STAMP)
 build: install
 	npx tsc -p tsconfig.build.json
 	@chmod +x bin/slipway
+	@touch $(BUILD_STAMP)
 
-## Start Slipway on the embedded default (SQLite in ./data, local Docker); prints the bootstrap key on first start.
-run: build
-	./bin/slipway serve
+# `make run` compiles only when a source, a tsconfig or the dependencies changed.
+$(BUILD_STAMP): $(NODE_MODULES_STAMP) tsconfig.json tsconfig.build.json $(SOURCES)
+	npx tsc -p tsconfig.build.json
+	@chmod +x bin/slipway
+	@touch $(BUILD_STAMP)
+
+## Start Slipway on the embedded default (SQLite in ./data, local Docker, nginx router) with examples/hello
+## published for the README's quick start; prints the bootstrap key on first start.
+run: run-system $(BUILD_STAMP)
+	@bash scripts/ensure-example-image.sh
+	@bash scripts/prepare-example.sh "$(EXAMPLE_GIT_ROOT)"
+	./bin/slipway serve --git-base-url "$(SLIPWAY_GIT_BASE_URL)"
+
+# git and nginx (installed with apt-get as root on Debian/Ubuntu, else what to install is printed),
+# then a Docker Engine that answers (scripts/ensure-docker.sh installs and starts it the same way).
+run-system:
+	@missing=(); \
+	for need in $(RUN_NEEDS); do \
+	  cmd=$${need%%:*}; command -v "$$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$$cmd" ] || missing+=("$${need#*:}"); \
+	done; \
+	if [ $${#missing[@]} -gt 0 ]; then \
+	  if [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "make run: missing $${missing[*]}: install them (Debian/Ubuntu: sudo apt-get install $${missing[*]}) and run again." >&2; exit 1; \
+	  fi; \
+	  echo "make run: installing $${missing[*]} with apt-get" >&2; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends "$${missing[@]}" >&2; \
+	fi
+	@bash scripts/ensure-docker.sh
 
 typecheck: install
 	npx tsc -p tsconfig.json --noEmit
@@ -36,6 +71,20 @@ bench-router: build
 	@bash scripts/ensure-system.sh
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
+
+.PHONY: bench-deploy bench-memory
+
+## Deploy latency of a tiny app through the API vs plain docker build + docker run (ratio of medians, goal <= 1.2).
+bench-deploy: build
+	@bash scripts/ensure-system.sh
+	@bash scripts/ensure-docker.sh
+	npx tsx bench/deploy.bench.ts
+
+## Idle RSS of `slipway serve` with ten running projects (goal <= 120 MiB); nginx reported separately.
+bench-memory: build
+	@bash scripts/ensure-system.sh
+	@bash scripts/ensure-docker.sh
+	npx tsx bench/idle-memory.bench.ts
 
 clean:
 	rm -rf dist test-results .test-env

@@ -42,14 +42,14 @@ const fromLine = (dockerfile: string) => dockerfile.split('\n').find((l) => l.st
 describe("the repository's Dockerfile", () => {
   it('is used where root_dir and dockerfile_path say', async () => {
     const dir = await checkout({ Dockerfile: 'FROM root\n', 'services/api/docker/Dockerfile.prod': 'FROM api\n', 'services/api/main.go': '' });
-    expect(await prepare(dir)).toEqual({ contextDir: dir, dockerfile: 'Dockerfile', strategy: 'dockerfile', description: "Building with the repository's Dockerfile Dockerfile." });
+    expect(await prepare(dir)).toEqual({ contextDir: dir, dockerfile: 'Dockerfile', strategy: 'dockerfile', description: 'Building with Dockerfile from the repository.' });
 
     const ctx = await prepare(dir, { rootDir: './services/api/', dockerfilePath: 'docker/Dockerfile.prod' });
     expect(ctx).toEqual({
       contextDir: join(dir, 'services', 'api'),
       dockerfile: 'docker/Dockerfile.prod',
       strategy: 'dockerfile',
-      description: "Building with the repository's Dockerfile services/api/docker/Dockerfile.prod.",
+      description: 'Building with services/api/docker/Dockerfile.prod from the repository.',
     });
   });
 

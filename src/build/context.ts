@@ -93,11 +93,11 @@ export async function prepareBuildContext(opts: PrepareOptions): Promise<BuildCo
     if (!climbsOut(inside)) {
       const rel = inside.split(sep).join('/');
       await keepInContext(contextDir, rel);
-      return { contextDir, dockerfile: rel, strategy: 'dockerfile', description: `Building with the repository's Dockerfile ${shownDockerfile}.` };
+      return { contextDir, dockerfile: rel, strategy: 'dockerfile', description: `Building with ${shownDockerfile} from the repository.` };
     }
     await writeFile(join(contextDir, GENERATED_DOCKERFILE), await readFile(dockerfile));
     await keepInContext(contextDir, GENERATED_DOCKERFILE);
-    return { contextDir, dockerfile: GENERATED_DOCKERFILE, strategy: 'dockerfile', description: `Building with the repository's Dockerfile ${shownDockerfile}.` };
+    return { contextDir, dockerfile: GENERATED_DOCKERFILE, strategy: 'dockerfile', description: `Building with ${shownDockerfile} from the repository.` };
   }
 
   const files = new ContextFiles(repo, contextDir);

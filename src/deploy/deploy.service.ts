@@ -135,7 +135,8 @@ export class DeployService {
       .selectFrom('git_connections')
       .innerJoin('projects', 'projects.id', 'git_connections.project_id')
       .select(['projects.id', 'projects.workspace_id'])
-      .where('git_connections.repo_full_name', '=', push.repoFullName)
+      // GitHub names are case-insensitive: Acme/Web and acme/web are one repository.
+      .where((eb) => eb(eb.fn('lower', ['git_connections.repo_full_name']), '=', push.repoFullName.toLowerCase()))
       .where('git_connections.branch', '=', push.branch)
       .where('git_connections.auto_deploy', '=', 1)
       .execute();

@@ -42,8 +42,11 @@ export interface OrchestratorOptions {
 }
 
 const INSTANCE_LABEL = 'slipway.instance';
+const PROJECT_LABEL = 'slipway.image.project';
 /** A container restarted this often by the engine, and not running now, is crash-looping. */
 const CRASH_LOOP_RESTARTS = 3;
+/** How often a starting container is asked whether it answers yet. */
+const HEALTH_POLL_MS = 50;
 
 /** A failure whose sentence is meant for the user (the deployment's `error`). */
 class DeployFailure extends Error {}
@@ -85,7 +88,8 @@ export class Orchestrator implements Engine {
   private table = RouteTable.empty();
   private routing: Promise<void> = Promise.resolve();
   private readonly stopping = new AbortController();
-  private wakeUp: (() => void) | null = null;
+  /** idle workers, each waiting for a wake-up or its next poll */
+  private readonly idle = new Set<() => void>();
   private loops: Promise<void>[] = [];
   private reconciler: NodeJS.Timeout | undefined;
   private reconciling: Promise<void> | null = null;
@@ -140,12 +144,13 @@ export class Orchestrator implements Engine {
   }
 
   /**
-   * Shut the engine down: in-flight deployments keep their leases and are reaped or failed on
-   * the next start; running apps keep running, and so does nginx.
+   * Shut the engine down: workers finish the deployment in their hands, then stop taking work;
+   * running apps keep running on the engine, and the router stops (nginx is told to quit), so
+   * apps are unreachable until the next start routes them again.
    */
   async shutdown(): Promise<void> {
     this.stopping.abort();
-    this.wakeUp?.();
+    this.wake();
     clearInterval(this.reconciler);
     await this.reconciling;
     await Promise.allSettled(this.loops);
@@ -154,12 +159,16 @@ export class Orchestrator implements Engine {
   }
 
   wake(): void {
-    this.wakeUp?.();
+    for (const resolve of [...this.idle]) resolve();
   }
 
   /** A rolling restart: each container is replaced by a fresh one that answers before the old goes. */
-  async restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
-    await this.withProjectLock(project.id, () => this.rollingRestart(project, deployment));
+  /** Answers at once: the replacement runs in the background (long work never blocks a request). */
+  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
+    void this.withProjectLock(project.id, () => this.rollingRestart(project, deployment)).catch((err: unknown) => {
+      this.o.log.error({ err, project: project.id }, 'rolling restart failed; the reconciler restores the replica count');
+    });
+    return Promise.resolve();
   }
 
   private async rollingRestart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
@@ -169,7 +178,12 @@ export class Orchestrator implements Engine {
     const env = await this.envOf(project);
     for (const c of old) {
       const fresh = await this.startContainer(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${Date.now().toString(36)}`);
-      await this.waitHealthy([fresh], undefined);
+      try {
+        await this.waitHealthy([fresh], undefined);
+      } catch (err) {
+        await this.o.runtime.remove(fresh.id).catch(() => false);
+        throw err;
+      }
       await this.refreshRoutes(project.id);
       await this.o.runtime.stop(c.id, { graceSeconds: 10 });
       await this.o.runtime.remove(c.id);
@@ -213,11 +227,13 @@ export class Orchestrator implements Engine {
       }
       if (claimed === null) {
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.o.pollMs ?? 1000);
-          this.wakeUp = () => {
+          const done = () => {
             clearTimeout(t);
+            this.idle.delete(done);
             resolve();
           };
+          const t = setTimeout(done, this.o.pollMs ?? 1000);
+          this.idle.add(done);
         });
         continue;
       }
@@ -275,7 +291,7 @@ export class Orchestrator implements Engine {
       buildLog.notify(d.id);
 
       const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
-      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id });
+      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id, labels: this.labels });
       const env = await this.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
       for (let i = 0; i < project.replicas; i++) {
@@ -284,23 +300,32 @@ export class Orchestrator implements Engine {
       await this.waitHealthy(started, say);
       say('All replicas answer; switching traffic.');
 
-      // The switch: new upstreams first, then the old deployment retires.
+      // The switch: new upstreams first, then the old deployment retires. The last lines are
+      // stored before the status changes: a log follower ends ([END]) as soon as it sees it.
+      const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
       const previous = await this.withProjectLock(project.id, async () => {
         const running = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
         await this.refreshRoutes(project.id, d.id);
+        say(`Deployment is live at ${url}.`);
+        await flush();
         const live = await queue.advance(d.id, worker, { kind: 'healthy' });
         if (live === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
         for (const p of running) await queue.advance(p.id, null, { kind: 'supersede' });
         return running;
       });
-      for (const p of previous) await this.removeContainers({ project: project.id, deployment: p.id });
-      const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
-      say(`Deployment is live at ${url}.`);
+      // The old containers get their grace period to finish in-flight work, without holding
+      // this worker; should this fail, the reconciler removes them as orphans.
+      for (const p of previous) {
+        void this.removeContainers({ project: project.id, deployment: p.id }).catch((err: unknown) => {
+          this.o.log.warn({ err, deployment: p.id }, 'retiring old containers failed; the reconciler will remove them');
+        });
+      }
     } catch (err) {
       const message = err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
       if (!(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
       say(`[failed] ${message}`);
       for (const c of started) await runtime.remove(c.id).catch(() => false);
+      await flush();
       await queue.advance(d.id, worker, { kind: 'fail' }, { error: message });
     } finally {
       clearInterval(heartbeat);
@@ -342,7 +367,8 @@ export class Orchestrator implements Engine {
       }
       say(context.description);
       const tag = `slipway/${ws.slug}-${project.slug}:${d.id}`;
-      const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, owner, labels: this.labels, onLine: say, timeoutMs, signal });
+      // Images carry few labels: the classic builder adds one step (~70 ms) per label.
+      const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, labels: { ...this.labels, [PROJECT_LABEL]: owner.project }, onLine: say, timeoutMs, signal });
       switch (result.status) {
         case 'succeeded':
           return { image: tag, commit: { sha: checkout.commitSha, message: checkout.commitMessage } };
@@ -401,7 +427,7 @@ export class Orchestrator implements Engine {
         if (Date.now() > deadline) {
           throw new DeployFailure(`Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`);
         }
-        await sleep(250);
+        await sleep(HEALTH_POLL_MS);
       }
     }
   }
@@ -471,7 +497,8 @@ export class Orchestrator implements Engine {
     const missing = project.replicas - containers.length;
     if (missing > 0) {
       const env = await this.envOf(project);
-      const ws = await db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id, labels: this.labels });
       for (let i = 0; i < missing; i++) {
         this.o.log.info({ project: project.slug }, 'replacing a missing container');
         await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`);
@@ -523,16 +550,59 @@ export class Orchestrator implements Engine {
     const serving = [...new Set(wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
     for (const projectId of serving) {
       await this.withProjectLock(projectId, async () => {
-        // Read again under the lock: a rollout may have switched since the list above was read,
-        // and one in progress routes the project itself.
+        // Read again under the lock: a rollout in progress heals nothing.
         const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
-        if (active?.status === 'deploying') return;
-        if (active === undefined) await this.heal(projectId);
-        await this.refreshRoutes(projectId);
+        if (active !== undefined) return;
+        // One project that cannot be healed (its image is gone) must not stop the others.
+        await this.heal(projectId).catch((err: unknown) => {
+          this.o.log.error({ err, project: projectId }, 'cannot restore the containers of a serving deployment');
+        });
       });
     }
-    for (const projectId of this.table.routes().map((r) => r.project)) {
-      if (!serving.includes(projectId)) await this.withProjectLock(projectId, () => this.refreshRoutes(projectId));
-    }
+    await this.syncRoutes();
+  }
+
+  /**
+   * The whole route table from the store and the engine, applied in one go (after a restart the
+   * router must not lose the projects it was already serving while they are added one by one).
+   * It runs in the routing queue, so a rollout's switch is never undone by a stale read; a
+   * project in the middle of its switch keeps the entry its rollout gave it.
+   */
+  private syncRoutes(): Promise<void> {
+    const next = this.routing.then(async () => {
+      const db = this.o.deps.store.db;
+      const rows = await db
+        .selectFrom('deployments')
+        .innerJoin('projects', 'projects.id', 'deployments.project_id')
+        .innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id')
+        .select(['deployments.id', 'deployments.project_id', 'deployments.status', 'deployments.created_at', 'projects.slug as project', 'workspaces.slug as workspace'])
+        .where('deployments.status', 'in', ['running', 'deploying'])
+        .orderBy('deployments.created_at', 'desc')
+        .execute();
+      let table = this.table;
+      const decided = new Set<string>();
+      const switching = new Set(rows.filter((r) => r.status === 'deploying').map((r) => r.project_id));
+      for (const r of rows) {
+        if (r.status !== 'running' || decided.has(r.project_id)) continue;
+        decided.add(r.project_id);
+        if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
+        const containers = await this.o.runtime.list({ owner: { project: r.project_id, deployment: r.id }, labels: this.labels });
+        const upstreams = containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+        const custom = await db.selectFrom('domains').select('domain').where('project_id', '=', r.project_id).execute();
+        const hosts = [defaultDomain(r.project, r.workspace, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
+        table = table.setProject(r.project_id, { hosts, upstreams });
+      }
+      for (const route of table.routes()) {
+        if (!decided.has(route.project) && !switching.has(route.project)) table = table.removeProject(route.project);
+      }
+      if (table !== this.table) {
+        this.table = table;
+        await this.o.router.apply(this.table);
+      }
+    });
+    this.routing = next.catch((err: unknown) => {
+      this.o.log.error({ err }, 'router update failed');
+    });
+    return next;
   }
 }

@@ -150,7 +150,7 @@ export class NginxDriver implements RouterDriver {
         this.adoptedMaster = true;
         this.master = { pid: running.pid, child: undefined, startedAt: Date.now() };
         this.watch(this.master);
-        this.log.info({ pid: running.pid, dir: this.dir }, 'router: adopted the nginx left running by a previous Slipway');
+        this.log.info({ nginxPid: running.pid, dir: this.dir }, 'router: adopted the nginx left running by a previous Slipway');
       } else {
         const generation = this.nextGeneration();
         const text = this.render(RouteTable.empty(), generation);
@@ -163,7 +163,7 @@ export class NginxDriver implements RouterDriver {
       // stop() may have been called while nginx was starting.
       if (!this.stillStarting()) throw new Error('The nginx router was stopped while it was starting.');
       this.state = 'started';
-      this.log.info({ driver: this.name, listen: this.opts.listen, pid: this.master?.pid }, 'router: listening');
+      this.log.info({ driver: this.name, listen: this.opts.listen, nginxPid: this.master?.pid }, 'router: listening');
     } catch (err) {
       this.state = 'stopped';
       if (this.master?.child !== undefined) await this.kill(this.master);
@@ -295,7 +295,7 @@ export class NginxDriver implements RouterDriver {
       }
       await sleep(20);
     }
-    this.log.info({ pid: m.pid }, 'router: nginx running');
+    this.log.info({ nginxPid: m.pid }, 'router: nginx running');
   }
 
   private onExit(m: Master, how: string): void {
@@ -307,7 +307,7 @@ export class NginxDriver implements RouterDriver {
     if (Date.now() - m.startedAt > 10_000) this.crashes = 0;
     const delay = Math.min(5_000, 100 * 2 ** this.crashes);
     this.crashes += 1;
-    this.log.error({ pid: m.pid, exit: how, restartInMs: delay }, 'router: nginx exited unexpectedly; restarting it');
+    this.log.error({ nginxPid: m.pid, exit: how, restartInMs: delay }, 'router: nginx exited unexpectedly; restarting it');
     this.scheduleRestart(delay);
   }
 
@@ -322,7 +322,7 @@ export class NginxDriver implements RouterDriver {
         await writeFile(this.paths.conf, withGeneration(text, generation));
         this.runningText = withGeneration(text, generation);
         await this.launch(generation);
-        this.log.info({ pid: this.pid() }, 'router: nginx restarted');
+        this.log.info({ nginxPid: this.pid() }, 'router: nginx restarted');
       }).catch((err: unknown) => {
         if (this.state !== 'started') return;
         const next = Math.min(5_000, 100 * 2 ** this.crashes);
@@ -355,7 +355,7 @@ export class NginxDriver implements RouterDriver {
       // already gone
     }
     const gone = await waitUntilTrue(() => !isAlive(m.pid) && (m.child === undefined || m.child.exitCode !== null || m.child.signalCode !== null), this.opts.stopTimeoutMs ?? 5_000);
-    if (!gone) this.log.warn({ pid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
+    if (!gone) this.log.warn({ nginxPid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
     killGroup(m.pid, 'SIGKILL');
     await waitUntilTrue(() => !isAlive(m.pid), 2_000);
   }

@@ -244,9 +244,16 @@ describe('deploying from Git on Docker Engine through the router', () => {
     const restart = await s.request<{ slug: string }>('POST', path(`${project}/restart`), { key: w.member.key });
     expect(restart.status).toBe(202);
     expect(restart.body.data?.slug).toBe('hello');
-    const after = await s.request<Status>('GET', path(`${project}/status`), { key: w.member.key });
-    expect(after.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
+    // The replacement runs in the background; every replica gets a fresh container.
     const names = (x: typeof before) => new Set(x.body.data?.pods.items.map((p) => p.name));
+    let after = before;
+    for (let i = 0; i < 300; i++) {
+      after = await s.request<Status>('GET', path(`${project}/status`), { key: w.member.key });
+      if ([...names(after)].every((n) => !names(before).has(n)) && after.body.data?.pods.ready === 2) break;
+      expect((await viaRouter(routerPort, host())).status).toBe(200);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(after.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
     expect([...names(after)].filter((n) => names(before).has(n))).toEqual([]);
     expect((await viaRouter(routerPort, host())).status).toBe(200);
 

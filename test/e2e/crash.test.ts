@@ -1,0 +1,289 @@
+// kill -9 of `slipway serve` in the middle of a build (issue 4's test list): the built launcher
+// as a child process, with the Docker engine and the nginx router, on a temp data directory.
+// While Slipway is down its nginx (detached, in its own process group) keeps serving the running
+// deployment; the next start on the same data directory adopts that nginx, fails the interrupted
+// deployment and leaves nothing in progress. Needs `npx tsc -p tsconfig.build.json`, a Docker
+// Engine, nginx and git (make test provides them).
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { createStore, instanceId } from '../../src/store/db.js';
+import { RepoRoot, type TestRepo } from '../factories/git-server.js';
+import { ensureBaseImage, releaseTestRun, RUN_LABEL, testRunId } from '../factories/images.js';
+import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+
+interface Envelope<T> {
+  success: boolean;
+  data?: T;
+  error?: string;
+}
+interface Deployment {
+  id: string;
+  status: string;
+  error: string | null;
+}
+
+const HOST = 'hello-default.localhost';
+const PROJECT = '/api/workspaces/default/projects/hello';
+const IN_PROGRESS = ['queued', 'building', 'deploying'];
+/** the slow build step, recognisable in the build log and in the engine's container list */
+const SLOW_STEP = 'RUN echo slipway-crash-test && sleep 30';
+
+const app = (base: string, text: string, slowStep = '') => ({
+  Dockerfile: `FROM ${base}\n${slowStep}COPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+  'index.html': `${text}\n`,
+});
+
+/** GET / through the router with a Host header, on a fresh connection; status 0 when the connection fails. */
+function viaRouter(port: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host: HOST }, agent: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', (err) => {
+      resolve({ status: 0, body: err.message });
+    });
+    req.end();
+  });
+}
+
+/** Is `pid` a live (not zombie) process? */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid.toString()}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The nginx master started for `routerDir`, from its pid file, when it still runs. */
+function nginxMaster(routerDir: string): number | undefined {
+  const pidFile = join(routerDir, 'nginx.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').trim(), 10);
+  if (!Number.isInteger(pid) || pid <= 1 || !alive(pid)) return undefined;
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid.toString()}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return undefined;
+  }
+  return cmdline.includes('nginx: master process') && cmdline.includes(routerDir) ? pid : undefined;
+}
+
+describe('kill -9 of slipway serve in the middle of a build', () => {
+  let base: string;
+  let root: RepoRoot;
+  let repo: TestRepo;
+  let dataDir: string;
+  let routerDir: string;
+  let apiPort: number;
+  let routerPort: number;
+  let args: string[];
+  let api: string;
+  let key = '';
+  let proc: SlipwayProcess | undefined;
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
+    const headers: Record<string, string> = { 'x-api-key': key };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return { status: res.status, body: (await res.json()) as Envelope<T> };
+  }
+
+  async function deployment(id: string): Promise<Deployment> {
+    const r = await call<Deployment>('GET', `${PROJECT}/deployments/${id}`);
+    if (r.body.data === undefined) throw new Error(`GET deployment ${id}: ${r.status.toString()} ${r.body.error ?? ''}`);
+    return r.body.data;
+  }
+
+  async function deploymentStatuses(): Promise<string[]> {
+    const r = await call<{ deployments: Deployment[] }>('GET', `${PROJECT}/deployments`);
+    return (r.body.data?.deployments ?? []).map((d) => d.status);
+  }
+
+  async function serve(): Promise<SlipwayProcess> {
+    const p = startSlipway(args, { SLIPWAY_ENGINE: 'docker' });
+    await waitHealthy(p, api);
+    return p;
+  }
+
+  /** Resolves once the build log shows the slow step running inside the engine. */
+  function untilSlowStepRuns(id: string): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const frames: string[] = [];
+      let atSlowStep = false;
+      const url = `${api.replace('http', 'ws')}${PROJECT}/deployments/${id}/logs`;
+      const ws = new WebSocket(url, { headers: { 'x-api-key': key } });
+      const timer = setTimeout(() => {
+        ws.terminate();
+        reject(new Error(`the slow build step did not start; build log so far:\n${frames.join('\n')}`));
+      }, 60_000);
+      ws.on('message', (m: Buffer) => {
+        const line = m.toString('utf8');
+        frames.push(line);
+        if (/^Step \d+\/\d+ : /.test(line)) atSlowStep = line.endsWith(` : ${SLOW_STEP}`);
+        else if (atSlowStep && line.includes('Running in')) {
+          clearTimeout(timer);
+          ws.terminate();
+          resolve(frames);
+        }
+      });
+      ws.on('close', () => {
+        clearTimeout(timer);
+        reject(new Error(`the build log ended before the slow step ran:\n${frames.join('\n')}`));
+      });
+      ws.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+  }
+
+  beforeAll(async () => {
+    assertBuilt();
+    base = await ensureBaseImage();
+    root = await RepoRoot.create();
+    repo = await root.repo('acme/hello');
+    await repo.commit('first version', app(base, 'hello v1'));
+    dataDir = mkdtempSync(join(tmpdir(), 'slipway-crash-'));
+    // like a ./data made under the usual umask: nginx's workers (nobody) must reach router/
+    chmodSync(dataDir, 0o755);
+    routerDir = join(dataDir, 'router');
+    apiPort = await freePort();
+    routerPort = await freePort();
+    api = `http://127.0.0.1:${apiPort.toString()}`;
+    args = [
+      'serve',
+      '--listen', `127.0.0.1:${apiPort.toString()}`,
+      '--router-listen', `127.0.0.1:${routerPort.toString()}`,
+      '--router', 'nginx',
+      '--data-dir', dataDir,
+      '--git-base-url', root.fileUrl,
+      '--health-timeout', '30',
+      '--log-level', 'warn',
+    ];
+  }, 120_000);
+
+  afterAll(async () => {
+    // SIGTERM stops the nginx of a server that still runs; one left by a kill is stopped here.
+    await proc?.stop('SIGTERM');
+    await killAll();
+    const pid = nginxMaster(routerDir);
+    if (pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      await waitFor('the nginx left behind to exit', () => (alive(pid) ? undefined : true));
+    }
+    if (existsSync(join(dataDir, 'slipway.db'))) {
+      const store = await createStore(join(dataDir, 'slipway.db'));
+      const id = await instanceId(store);
+      const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
+      await store.close();
+      const docker = new Docker();
+      await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
+      // The workspace network carries the workspace's id (not the instance's): remove it when it is this run's.
+      if (workspace !== undefined) {
+        for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
+          await docker.getNetwork(n.Id).remove().catch(() => undefined);
+        }
+      }
+    }
+    // the base image and the killed build's leftovers (they inherit the test run's label)
+    await releaseTestRun();
+    await root.dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+    expect(nginxMaster(routerDir)).toBeUndefined();
+  }, 120_000);
+
+  it('fails the interrupted deployment on restart, and the running app keeps serving meanwhile', async () => {
+    // First start: bootstrap, a project deployed from the first commit.
+    proc = await serve();
+    key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(proc?.stdout() ?? '')?.[0], proc);
+    expect((await call('POST', '/api/workspaces/default/projects', { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' })).status).toBe(201);
+    expect((await call('POST', `${PROJECT}/git`, { repo_full_name: 'acme/hello' })).status).toBe(201);
+    const first = await call<Deployment>('POST', `${PROJECT}/deploy`);
+    expect(first.status).toBe(202);
+    const firstId = first.body.data?.id ?? '';
+    const live = await waitFor('the first deployment to settle', async () => {
+      const d = await deployment(firstId);
+      return IN_PROGRESS.includes(d.status) ? undefined : d;
+    }, proc, 120_000);
+    expect(live, live.error ?? '').toMatchObject({ status: 'running', error: null });
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
+    const master = nginxMaster(routerDir);
+    expect(master).toBeDefined();
+
+    // A second commit whose build takes a while; kill -9 while it runs.
+    await repo.commit('slow version', app(base, 'hello v2', `${SLOW_STEP}\n`));
+    const second = await call<Deployment>('POST', `${PROJECT}/deploy`);
+    expect(second.status).toBe(202);
+    const secondId = second.body.data?.id ?? '';
+    await waitFor('the second deployment to be building', async () => ((await deployment(secondId)).status === 'building' ? true : undefined), proc, 60_000);
+    await untilSlowStepRuns(secondId);
+    expect((await deployment(secondId)).status).toBe('building');
+    expect(await proc.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+
+    // Slipway is down: its nginx is not, and keeps serving the first version.
+    expect(nginxMaster(routerDir)).toBe(master);
+    const answers: { status: number; body: string }[] = [];
+    for (let i = 0; i < 20; i++) {
+      answers.push(await viaRouter(routerPort));
+      await sleep(50);
+    }
+
+    // Restart on the same data directory, while a client keeps asking through the router.
+    const during: { status: number; body: string }[] = [];
+    const probing = { on: true };
+    const prober = (async () => {
+      while (probing.on) {
+        during.push(await viaRouter(routerPort));
+        await sleep(20);
+      }
+    })();
+    try {
+      proc = await serve();
+    } finally {
+      probing.on = false;
+      await prober;
+    }
+    expect(answers.filter((a) => a.status !== 200 || a.body !== 'hello v1\n')).toEqual([]);
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.filter((a) => a.status !== 200 || a.body !== 'hello v1\n')).toEqual([]);
+    // the same nginx, adopted rather than replaced
+    expect(nginxMaster(routerDir)).toBe(master);
+
+    const interrupted = await deployment(secondId);
+    expect(interrupted.status).toBe('failed');
+    expect(interrupted.error).toMatch(/^Interrupted/);
+    expect(await deployment(firstId)).toMatchObject({ status: 'running', error: null });
+    expect(await deploymentStatuses()).toEqual(['failed', 'running']);
+    // The engine dropped the build whose client went away: no container runs the slow step.
+    const docker = new Docker();
+    await waitFor('the engine to drop the killed build', async () => {
+      const containers = await docker.listContainers({ all: true, filters: { label: [`${RUN_LABEL}=${testRunId()}`] } });
+      return containers.some((c) => c.Command.includes('slipway-crash-test')) ? undefined : true;
+    }, proc);
+    // and it stays so: nothing is picked up again or left in progress
+    await sleep(1_500);
+    expect((await deploymentStatuses()).filter((s) => IN_PROGRESS.includes(s))).toEqual([]);
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
+    const project = await call<{ status: string }>('GET', PROJECT);
+    expect(project.body.data?.status).toBe('running');
+  }, 240_000);
+});
