@@ -6,13 +6,14 @@
 //
 // Writes bench/results/router-<date>.json and prints a table. Not part of the test suite.
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
+import { freePort } from '../test/factories/process.js';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createServer as netServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { ProxyServer } from 'http-proxy-3';
 import { findNginx, NginxDriver } from '../src/router/nginx.driver.js';
 import { NodeProxyDriver } from '../src/router/node-proxy.driver.js';
@@ -29,17 +30,6 @@ function arg(name: string, fallback: number): number {
   return v === undefined || !Number.isFinite(v) ? fallback : v;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = netServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => { resolve(port); });
-    });
-  });
-}
 
 async function waitForPort(port: number): Promise<void> {
   for (let i = 0; i < 200; i++) {

@@ -1,6 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -14,6 +13,7 @@ import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
+import { freePort } from '../factories/process.js';
 
 interface Deployment {
   id: string;
@@ -23,17 +23,6 @@ interface Deployment {
   source: string;
   commit_sha: string | null;
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => {
-        resolve(port);
-      });
-    });
-  });
 
 /** GET through the router with a Host header, on a fresh connection each time. */
 function viaRouter(port: number, host: string): Promise<{ status: number; body: string }> {
