@@ -408,6 +408,7 @@ export class Orchestrator implements Engine {
       port: project.port,
       labels: this.labels,
       restart: { kind: 'unless-stopped' },
+      init: true,
     });
   }
 

@@ -112,6 +112,12 @@ export interface ContainerSpec {
   /** the port the app listens on; published on 127.0.0.1 with an ephemeral host port */
   port?: number;
   restart: RestartPolicy;
+  /**
+   * Run a minimal init as PID 1 that forwards signals and reaps zombies: an app that never set
+   * a SIGTERM handler (PID 1 ignores it by default) then stops at once instead of being killed
+   * after the grace period.
+   */
+  init?: boolean;
 }
 
 export type ContainerState = 'created' | 'running' | 'restarting' | 'paused' | 'exited' | 'dead' | 'removing';

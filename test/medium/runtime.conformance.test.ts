@@ -356,6 +356,16 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(seen.some((e) => e.containerId === other.id)).toBe(false);
     });
 
+    it('with init, delivers the stop signal to an app that set no handler (PID 1 would ignore it)', async () => {
+      const plain = await rt.run(spec({ command: ['sleep', '600'] }));
+      const withInit = await rt.run(spec({ command: ['sleep', '600'], init: true }));
+      // A kill after the grace period ends with 137 (SIGKILL); a delivered SIGTERM with 143.
+      await Promise.all([rt.stop(plain.id, { graceSeconds: 1 }), rt.stop(withInit.id, { graceSeconds: 30 })]);
+      expect((await rt.inspect(plain.id))?.exitCode).toBe(137);
+      expect((await rt.inspect(withInit.id))?.exitCode).toBe(143);
+      await Promise.all([rt.remove(plain.id), rt.remove(withInit.id)]);
+    });
+
     it('stops and removes idempotently', async () => {
       const c = await rt.run(spec({ command: ['sleep', '600'] }));
       await rt.stop(c.id, { graceSeconds: 0 });

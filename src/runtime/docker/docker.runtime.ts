@@ -264,6 +264,7 @@ export class DockerRuntime implements Runtime {
           MemorySwap: spec.memoryBytes,
           NetworkMode: spec.network,
           RestartPolicy: restartPolicy(spec.restart),
+          Init: spec.init === true,
           // an empty HostPort asks the engine for an ephemeral port
           ...(portKey === undefined ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: '' }] } }),
         },

@@ -13,6 +13,7 @@ import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
+import type { StoreKind } from '../factories/stores.js';
 import { freePort } from '../factories/process.js';
 
 interface Deployment {
@@ -45,7 +46,9 @@ const app = (base: string, text: string) => ({
   'index.html': `${text}\n`,
 });
 
-describe('deploying from Git on Docker Engine through the router', () => {
+/** The whole deploy story on one store; each store runs it from its own test file, in parallel. */
+export function deploySuite(kind: StoreKind): void {
+describe(`deploying from Git on Docker Engine through the router, store ${kind}`, () => {
   let s: TestServer;
   let w: TestWorkspace;
   let root: RepoRoot;
@@ -80,7 +83,7 @@ describe('deploying from Git on Docker Engine through the router', () => {
   beforeAll(async () => {
     base = await ensureBaseImage();
     routerPort = await freePort();
-    s = await startTestServer('sqlite');
+    s = await startTestServer(kind);
     w = await makeWorkspace(s);
     root = await RepoRoot.create();
     repo = await root.repo('acme/hello');
@@ -314,3 +317,4 @@ describe('deploying from Git on Docker Engine through the router', () => {
     }
   });
 });
+}

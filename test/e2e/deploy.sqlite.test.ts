@@ -1,0 +1,3 @@
+import { deploySuite } from './deploy.suite.js';
+
+deploySuite('sqlite');
