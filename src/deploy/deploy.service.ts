@@ -6,7 +6,7 @@ import { resolveProject, type ProjectRow } from '../projects/resolve.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
-import { refreshProjectStatus } from './project-status.js';
+import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
 
 /** What the API asks of the running orchestrator (the workers and the engine behind them). */
@@ -73,7 +73,7 @@ export class DeployService {
   /** The current image again, without a build. */
   async redeploy(access: Access, projectSlug: string): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await this.current(project.id);
+    const current = await servingDeployment(this.deps.store.db, project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
     await this.wallets.requireFunds(project.workspace_id);
     return this.enqueue({ projectId: project.id, source: 'redeploy', image: current.image, branch: current.branch, commitSha: current.commit_sha, commitMessage: current.commit_message });
@@ -85,7 +85,7 @@ export class DeployService {
    */
   async resized(access: Access, projectSlug: string): Promise<void> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await this.current(project.id);
+    const current = await servingDeployment(this.deps.store.db, project.id);
     if (current === undefined || current.image === null) return;
     try {
       await this.redeploy(access, projectSlug);
@@ -119,7 +119,7 @@ export class DeployService {
 
   async restart(access: Access, projectSlug: string): Promise<ProjectRow> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await this.current(project.id);
+    const current = await servingDeployment(this.deps.store.db, project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.engine().restart(project, current);
@@ -158,16 +158,6 @@ export class DeployService {
     await refreshProjectStatus(this.deps.store.db, input.projectId, iso(this.deps.clock.now()));
     this.engine().wake();
     return deploymentView(row);
-  }
-
-  private async current(projectId: string): Promise<DeploymentRow | undefined> {
-    return this.deps.store.db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .where('status', '=', 'running')
-      .orderBy('created_at', 'desc')
-      .executeTakeFirst();
   }
 
   private async find(projectId: string, id: string): Promise<DeploymentRow> {

@@ -12,7 +12,7 @@ import type { DeploymentRow } from '../store/schema.js';
 import { parseSettings } from '../tenancy/views.js';
 import type { BuildLog } from './build-log.js';
 import type { Engine, Pod } from './deploy.service.js';
-import { refreshProjectStatus } from './project-status.js';
+import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue } from './queue.js';
 
 export interface OrchestratorOptions {
@@ -449,14 +449,20 @@ export class Orchestrator implements Engine {
    */
   private async refreshRoutes(projectId: string, deploymentId?: string): Promise<void> {
     const db = this.o.deps.store.db;
-    const serving = deploymentId ?? (await db.selectFrom('deployments').select('id').where('project_id', '=', projectId).where('status', '=', 'running').orderBy('created_at', 'desc').executeTakeFirst())?.id;
-    if (serving === undefined) {
-      await this.route(projectId, null);
-      return;
-    }
-    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: serving }, labels: this.labels });
-    const upstreams: Upstream[] = containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
-    await this.route(projectId, upstreams);
+    const serving = deploymentId ?? (await servingDeployment(db, projectId))?.id;
+    await this.route(projectId, serving === undefined ? null : await this.upstreamsOf(projectId, serving));
+  }
+
+  /** The running containers of a deployment, as the router reaches them (DESIGN §2). */
+  private async upstreamsOf(projectId: string, deploymentId: string): Promise<Upstream[]> {
+    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
+    return containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+  }
+
+  /** A project's hosts: its default domain and its custom domains. */
+  private async hostsOf(projectId: string, projectSlug: string, workspaceSlug: string): Promise<string[]> {
+    const custom = await this.o.deps.store.db.selectFrom('domains').select('domain').where('project_id', '=', projectId).execute();
+    return [defaultDomain(projectSlug, workspaceSlug, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
   }
 
   /** Set (or with null, remove) a project's routes and hand the table to the data plane, one change at a time. */
@@ -472,9 +478,7 @@ export class Orchestrator implements Engine {
       if (project === undefined || upstreams === null) {
         this.table = this.table.removeProject(projectId);
       } else {
-        const custom = await db.selectFrom('domains').select('domain').where('project_id', '=', projectId).execute();
-        const hosts = [defaultDomain(project.project, project.workspace, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
-        this.table = this.table.setProject(projectId, { hosts, upstreams });
+        this.table = this.table.setProject(projectId, { hosts: await this.hostsOf(projectId, project.project, project.workspace), upstreams });
       }
       await this.o.router.apply(this.table);
     });
@@ -492,7 +496,7 @@ export class Orchestrator implements Engine {
     const { deps, runtime } = this.o;
     const db = deps.store.db;
     const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
-    const d = await db.selectFrom('deployments').selectAll().where('project_id', '=', projectId).where('status', '=', 'running').orderBy('created_at', 'desc').executeTakeFirst();
+    const d = await servingDeployment(db, projectId);
     if (project === undefined || d?.image == null) return;
     const containers = await runtime.list({ owner: { project: projectId, deployment: d.id }, labels: this.labels });
     const missing = project.replicas - containers.length;
@@ -587,11 +591,7 @@ export class Orchestrator implements Engine {
         if (r.status !== 'running' || decided.has(r.project_id)) continue;
         decided.add(r.project_id);
         if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
-        const containers = await this.o.runtime.list({ owner: { project: r.project_id, deployment: r.id }, labels: this.labels });
-        const upstreams = containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
-        const custom = await db.selectFrom('domains').select('domain').where('project_id', '=', r.project_id).execute();
-        const hosts = [defaultDomain(r.project, r.workspace, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
-        table = table.setProject(r.project_id, { hosts, upstreams });
+        table = table.setProject(r.project_id, { hosts: await this.hostsOf(r.project_id, r.project, r.workspace), upstreams: await this.upstreamsOf(r.project_id, r.id) });
       }
       for (const route of table.routes()) {
         if (!decided.has(route.project) && !switching.has(route.project)) table = table.removeProject(route.project);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ACTIVE, projectStatusOf } from '../domain/deployment.js';
-import type { DB, DeploymentStatus, ProjectStatus } from '../store/schema.js';
+import type { DB, DeploymentRow, DeploymentStatus, ProjectStatus } from '../store/schema.js';
 
 /**
  * Recompute a project's status from its deployments (DESIGN §4) and store it. Called after every
@@ -34,4 +34,15 @@ export async function refreshProjectStatus(db: Kysely<DB>, projectId: string, no
   const status = serving && (current?.status === 'crashed' || current?.status === 'suspended') && active === null ? current.status : projectStatusOf(active, serving, lastFinal);
   await db.updateTable('projects').set({ status, updated_at: now }).where('id', '=', projectId).execute();
   return status;
+}
+
+/** The deployment a project serves: its newest `running` one (two overlap only during a switch). */
+export function servingDeployment(db: Kysely<DB>, projectId: string): Promise<DeploymentRow | undefined> {
+  return db
+    .selectFrom('deployments')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('status', '=', 'running')
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
 }

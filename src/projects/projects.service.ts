@@ -6,6 +6,7 @@ import { isUniqueViolation } from '../store/dialects.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import type { Engine } from '../deploy/deploy.service.js';
+import { servingDeployment } from '../deploy/project-status.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { resolveProject } from './resolve.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
@@ -130,13 +131,7 @@ export class ProjectService {
       .orderBy('id', 'desc')
       .limit(1)
       .executeTakeFirst();
-    const serving = await this.deps.store.db
-      .selectFrom('deployments')
-      .select('id')
-      .where('project_id', '=', row.id)
-      .where('status', '=', 'running')
-      .orderBy('created_at', 'desc')
-      .executeTakeFirst();
+    const serving = await servingDeployment(this.deps.store.db, row.id);
     const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
     const now = this.deps.clock.now().getTime();
     return {
