@@ -31,23 +31,25 @@ const fields = {
   root_dir: RepoPath(true),
 };
 
+const ConnectBody = Type.Object(
+  {
+    repo_full_name: RepoFullName,
+    branch: Type.Optional(fields.branch),
+    installation_id: Type.Optional(fields.installation_id),
+    auto_deploy: Type.Optional(fields.auto_deploy),
+    dockerfile_path: Type.Optional(fields.dockerfile_path),
+    root_dir: Type.Optional(fields.root_dir),
+  },
+  { additionalProperties: false },
+);
+
 const tags = ['Git'];
 
 export const connectGit = {
   tags,
   summary: 'Connect a Git repository to the project',
   params: ProjectParams,
-  body: Type.Object(
-    {
-      repo_full_name: RepoFullName,
-      branch: Type.Optional(fields.branch),
-      installation_id: Type.Optional(fields.installation_id),
-      auto_deploy: Type.Optional(fields.auto_deploy),
-      dockerfile_path: Type.Optional(fields.dockerfile_path),
-      root_dir: Type.Optional(fields.root_dir),
-    },
-    { additionalProperties: false },
-  ),
+  body: ConnectBody,
   response: { 201: Envelope(GitConnection), ...authErrors, 409: ErrorEnvelope },
 };
 
@@ -55,17 +57,7 @@ export const updateGit = {
   tags,
   summary: 'Change the Git connection',
   params: ProjectParams,
-  body: Type.Object(
-    {
-      repo_full_name: Type.Optional(RepoFullName),
-      branch: Type.Optional(fields.branch),
-      installation_id: Type.Optional(fields.installation_id),
-      auto_deploy: Type.Optional(fields.auto_deploy),
-      dockerfile_path: Type.Optional(fields.dockerfile_path),
-      root_dir: Type.Optional(fields.root_dir),
-    },
-    { additionalProperties: false, minProperties: 1 },
-  ),
+  body: Type.Partial(ConnectBody, { additionalProperties: false, minProperties: 1 }),
   response: { 200: Envelope(GitConnection), ...authErrors },
 };
 

@@ -75,22 +75,24 @@ export const ProjectStatus = Type.Object(
   { additionalProperties: false },
 );
 
+const CreateBody = Type.Object(
+  {
+    name: Name,
+    port: Type.Optional(sizeFields.port),
+    replicas: Type.Optional(sizeFields.replicas),
+    cpu: Type.Optional(sizeFields.cpu),
+    ram: Type.Optional(sizeFields.ram),
+  },
+  { additionalProperties: false },
+);
+
 const tags = ['Projects'];
 
 export const createProject = {
   tags,
   summary: 'Create a project (status pending); its slug derives from the name',
   params: SlugParams,
-  body: Type.Object(
-    {
-      name: Name,
-      port: Type.Optional(sizeFields.port),
-      replicas: Type.Optional(sizeFields.replicas),
-      cpu: Type.Optional(sizeFields.cpu),
-      ram: Type.Optional(sizeFields.ram),
-    },
-    { additionalProperties: false },
-  ),
+  body: CreateBody,
   response: { 201: Envelope(Project), ...authErrors, 409: ErrorEnvelope },
 };
 
@@ -112,16 +114,7 @@ export const updateProject = {
   tags,
   summary: 'Change a project (the slug stays when the name changes)',
   params: ProjectParams,
-  body: Type.Object(
-    {
-      name: Type.Optional(Name),
-      port: Type.Optional(sizeFields.port),
-      replicas: Type.Optional(sizeFields.replicas),
-      cpu: Type.Optional(sizeFields.cpu),
-      ram: Type.Optional(sizeFields.ram),
-    },
-    { additionalProperties: false, minProperties: 1 },
-  ),
+  body: Type.Partial(CreateBody, { additionalProperties: false, minProperties: 1 }),
   response: { 200: Envelope(Project), ...authErrors },
 };
 
