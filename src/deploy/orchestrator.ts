@@ -176,8 +176,9 @@ export class Orchestrator implements Engine {
     const old = await this.o.runtime.list({ owner: { project: project.id, deployment: deployment.id }, labels: this.labels });
     const owner = this.ownerOf(project, deployment.id);
     const env = await this.envOf(project);
+    const ws = await this.o.deps.store.db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
     for (const c of old) {
-      const fresh = await this.startContainer(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${Date.now().toString(36)}`);
+      const fresh = await this.startContainer(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${Date.now().toString(36)}`, `ws-${ws.slug}`);
       try {
         await this.waitHealthy([fresh], undefined);
       } catch (err) {
@@ -295,7 +296,7 @@ export class Orchestrator implements Engine {
       const env = await this.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
       for (let i = 0; i < project.replicas; i++) {
-        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`));
+        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, `ws-${ws.slug}`));
       }
       await this.waitHealthy(started, say);
       say('All replicas answer; switching traffic.');
@@ -394,8 +395,8 @@ export class Orchestrator implements Engine {
     return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
   }
 
-  private async startContainer(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string): Promise<ContainerInfo> {
-    const ws = await this.o.deps.store.db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+  /** `network` is the workspace's, `ws-<slug>`: the callers already know the slug. */
+  private startContainer(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string): Promise<ContainerInfo> {
     return this.o.runtime.run({
       name,
       image,
@@ -403,7 +404,7 @@ export class Orchestrator implements Engine {
       owner,
       cpu: Number(project.cpu),
       memoryBytes: ramBytes(project.ram),
-      network: `ws-${ws.slug}`,
+      network,
       aliases: [project.slug],
       port: project.port,
       labels: this.labels,
@@ -506,7 +507,7 @@ export class Orchestrator implements Engine {
       await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id, labels: this.labels });
       for (let i = 0; i < missing; i++) {
         this.o.log.info({ project: project.slug }, 'replacing a missing container');
-        await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`);
+        await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`, `ws-${ws.slug}`);
       }
     }
     const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
