@@ -44,6 +44,12 @@ export interface RouterDriver {
   /** Stops listening and ends what the driver started; idempotent. */
   stop(): Promise<void>;
 
+  /**
+   * Stops supervising but leaves the data plane serving its current routes after Slipway exits,
+   * for the next start to adopt. Only drivers whose data plane outlives the process have it.
+   */
+  release?(): Promise<void>;
+
   /** Where clients reach the router (after start(): the real port when 0 was asked for). */
   address(): ListenAddress;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
@@ -133,14 +133,16 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
     });
 
     it('builds from a context directory and a Dockerfile path, streaming every line in order', async () => {
+      // no line break at the end
+      const dockerfile = [
+        `FROM ${base}`,
+        'COPY site/page.txt /www/page.txt',
+        `RUN echo first-${suite} && echo second-${suite}`,
+        `RUN echo third-${suite} >&2`,
+        'RUN cat /www/page.txt',
+      ].join('\n');
       const dir = await context({
-        'deploy/app.Dockerfile': [
-          `FROM ${base}`,
-          'COPY site/page.txt /www/page.txt',
-          `RUN echo first-${suite} && echo second-${suite}`,
-          `RUN echo third-${suite} >&2`,
-          'RUN cat /www/page.txt',
-        ].join('\n'),
+        'deploy/app.Dockerfile': dockerfile,
         'site/page.txt': `copied-${suite}\n`,
       });
       const lines: string[] = [];
@@ -161,6 +163,9 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(image?.tags).toContain(tag);
       expect(image?.labels[SUITE_LABEL]).toBe(suite);
       if (result.status === 'succeeded') expect(image?.id).toBe(result.imageId);
+      // the owner's labels too, while the context is left as it was given
+      expect(image?.labels).toMatchObject({ 'slipway.workspace': owner().workspace, 'slipway.project': owner().project, 'slipway.deployment': owner().deployment });
+      expect(await readFile(join(dir, 'deploy', 'app.Dockerfile'), 'utf8')).toBe(dockerfile);
     });
 
     it('reports a failing build with the engine\'s message, after the lines that came before', async () => {
@@ -282,7 +287,10 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
         const u = await rt.stats(busy.id);
         return u !== null && u.cpuMillicores > 50 ? u : undefined;
       });
-      expect(usage.cpuMillicores).toBeLessThanOrEqual(650);
+      // one sample can overshoot on a loaded machine (the quota is enforced per 100 ms period): the median of three
+      const samples = [usage.cpuMillicores];
+      for (let i = 0; i < 2; i++) samples.push((await rt.stats(busy.id))?.cpuMillicores ?? 0);
+      expect(samples.sort((a, b) => a - b)[1]).toBeLessThanOrEqual(650);
       expect(usage.memoryBytes).toBeGreaterThan(0);
       expect(usage.memoryBytes).toBeLessThan(32 * MiB);
       expect(usage.memoryLimitBytes).toBe(32 * MiB);
