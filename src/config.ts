@@ -30,6 +30,10 @@ export interface Config {
   router: 'auto' | 'nginx' | 'node';
   buildConcurrency: number;
   healthTimeoutMs: number;
+  /** how long a stopping Slipway lets deployments in progress finish before interrupting them */
+  shutdownGraceMs: number;
+  /** keep: nginx goes on serving while Slipway is down (the next start adopts it); stop: it stops with Slipway */
+  routerOnExit: 'keep' | 'stop';
   githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
 }
@@ -59,6 +63,8 @@ export const SETTINGS = [
   { flag: 'router', env: 'SLIPWAY_ROUTER', def: 'auto', help: 'router data plane: nginx, node (built-in proxy), or auto (nginx when installed)' },
   { flag: 'build-concurrency', env: 'SLIPWAY_BUILD_CONCURRENCY', def: '2', help: 'deployments built and rolled out at once (one at a time per project)' },
   { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
+  { flag: 'shutdown-grace', env: 'SLIPWAY_SHUTDOWN_GRACE', def: '30', help: 'seconds a stopping Slipway (SIGTERM, SIGINT) lets deployments in progress finish; then they are interrupted and fail' },
+  { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
   { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
   { flag: 'github-app-private-key-file', env: 'SLIPWAY_GITHUB_APP_PRIVATE_KEY_FILE', def: '', help: 'PEM private key of the GitHub App' },
   { flag: 'github-api-url', env: 'SLIPWAY_GITHUB_API_URL', def: 'https://api.github.com', help: 'GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)' },
@@ -173,6 +179,8 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     router: oneOf('router', ['auto', 'nginx', 'node'] as const),
     buildConcurrency: wholeNumber('build-concurrency', 1, 32),
     healthTimeoutMs: wholeNumber('health-timeout', 1, 3600) * 1000,
+    shutdownGraceMs: wholeNumber('shutdown-grace', 0, 3600) * 1000,
+    routerOnExit: oneOf('router-on-exit', ['keep', 'stop'] as const),
     githubApp: githubApp(),
     baseImages: {
       node: raw('base-image-node'),

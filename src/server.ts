@@ -89,6 +89,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     workDir: join(config.dataDir, 'builds'),
     concurrency: config.buildConcurrency,
     healthTimeoutMs: config.healthTimeoutMs,
+    shutdownGraceMs: config.shutdownGraceMs,
+    keepRouterOnExit: config.routerOnExit === 'keep',
     leaseMs: LEASE_MS,
     log,
     instanceId: await instanceId(deps.store),

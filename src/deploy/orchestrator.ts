@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
-import { accessTokenFor, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
+import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
 import { iso } from '../domain/clock.js';
 import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
@@ -39,6 +39,10 @@ export interface OrchestratorOptions {
   pollMs?: number;
   /** this installation's id: every container and image it makes carries it */
   instanceId: string;
+  /** how long shutdown() lets deployments in progress finish before it interrupts them (default 30 s) */
+  shutdownGraceMs?: number;
+  /** on shutdown, leave the router serving the current routes (the next start adopts it) instead of stopping it */
+  keepRouterOnExit?: boolean;
 }
 
 const INSTANCE_LABEL = 'slipway.instance';
@@ -50,6 +54,8 @@ const HEALTH_POLL_MS = 50;
 
 /** A failure whose sentence is meant for the user (the deployment's `error`). */
 class DeployFailure extends Error {}
+
+const INTERRUPTED = 'Interrupted: Slipway stopped while this deployment was in progress.';
 
 const firstLine = (s: string): string => s.split('\n')[0]?.trim() ?? '';
 
@@ -66,6 +72,22 @@ function answers(port: number): Promise<boolean> {
     });
     req.end();
   });
+}
+
+/** Running containers with a published port, as the router reaches them (DESIGN §2). */
+const upstreamsFrom = (containers: readonly ContainerInfo[]): Upstream[] =>
+  containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    if (k === undefined) continue;
+    const group = groups.get(k);
+    if (group === undefined) groups.set(k, [item]);
+    else group.push(item);
+  }
+  return groups;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -88,6 +110,8 @@ export class Orchestrator implements Engine {
   private table = RouteTable.empty();
   private routing: Promise<void> = Promise.resolve();
   private readonly stopping = new AbortController();
+  /** aborted when shutdown's grace period is over: builds and health waits in progress give up */
+  private readonly interrupting = new AbortController();
   /** idle workers, each waiting for a wake-up or its next poll */
   private readonly idle = new Set<() => void>();
   private loops: Promise<void>[] = [];
@@ -144,18 +168,32 @@ export class Orchestrator implements Engine {
   }
 
   /**
-   * Shut the engine down: workers finish the deployment in their hands, then stop taking work;
-   * running apps keep running on the engine, and the router stops (nginx is told to quit), so
-   * apps are unreachable until the next start routes them again.
+   * Shut the engine down: workers stop taking work and get the grace period to finish the
+   * deployment in their hands; what is still in progress after it is interrupted (its build
+   * cancelled, its new containers removed) and fails with "Interrupted". Running apps keep
+   * running on the engine. The router keeps serving them when `keepRouterOnExit` is set and its
+   * driver can outlive Slipway (nginx; the next start adopts it), and stops otherwise.
    */
   async shutdown(): Promise<void> {
     this.stopping.abort();
     this.wake();
     clearInterval(this.reconciler);
     await this.reconciling;
-    await Promise.allSettled(this.loops);
+    const workers = Promise.allSettled(this.loops);
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'grace over'>((resolve) => {
+      timer = setTimeout(() => resolve('grace over'), this.o.shutdownGraceMs ?? 30_000);
+    });
+    if ((await Promise.race([workers, graceOver])) === 'grace over') {
+      this.o.log.warn({ graceMs: this.o.shutdownGraceMs ?? 30_000 }, 'shutdown: interrupting the deployments still in progress');
+      this.interrupting.abort();
+    }
+    clearTimeout(timer);
+    await workers;
     await this.routing;
-    await this.o.router.stop();
+    const { router } = this.o;
+    if (this.o.keepRouterOnExit === true && router.release !== undefined) await router.release();
+    else await router.stop();
   }
 
   wake(): void {
@@ -280,7 +318,7 @@ export class Orchestrator implements Engine {
       let image = d.image;
       let commit: { sha: string; message: string } | null = null;
       if (image === null) {
-        const built = await this.build(d, project, owner, say, lost.signal);
+        const built = await this.build(d, project, owner, say, AbortSignal.any([lost.signal, this.interrupting.signal]));
         image = built.image;
         commit = built.commit;
       } else {
@@ -298,7 +336,7 @@ export class Orchestrator implements Engine {
       for (let i = 0; i < project.replicas; i++) {
         started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, `ws-${ws.slug}`));
       }
-      await this.waitHealthy(started, say);
+      await this.waitHealthy(started, say, this.interrupting.signal);
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
@@ -322,8 +360,9 @@ export class Orchestrator implements Engine {
         });
       }
     } catch (err) {
-      const message = err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
-      if (!(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
+      const interrupted = this.interrupting.signal.aborted;
+      const message = interrupted ? INTERRUPTED : err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
+      if (!interrupted && !(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
       say(`[failed] ${message}`);
       for (const c of started) await runtime.remove(c.id).catch(() => false);
       await flush();
@@ -356,6 +395,8 @@ export class Orchestrator implements Engine {
       const token = await accessTokenFor(this.o.githubApp, Number(conn.installation_id), signal);
       checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, token, timeoutMs, signal });
     } catch (err) {
+      // A cached installation token that Git refused (revoked, access removed) is not used again.
+      if (err instanceof GitSourceError && err.code === 'access_denied') this.o.githubApp?.forget(Number(conn.installation_id));
       throw new DeployFailure(err instanceof Error ? err.message : String(err));
     }
     try {
@@ -413,10 +454,11 @@ export class Orchestrator implements Engine {
     });
   }
 
-  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined): Promise<void> {
+  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<void> {
     const deadline = Date.now() + this.o.healthTimeoutMs;
     for (const c of containers) {
       for (;;) {
+        if (signal?.aborted === true) throw new DeployFailure(INTERRUPTED);
         const now = await this.o.runtime.inspect(c.id);
         if (now === null) throw new DeployFailure(`Container ${c.name} disappeared before it answered.`);
         if (now.state === 'exited' || now.state === 'dead') {
@@ -429,7 +471,7 @@ export class Orchestrator implements Engine {
         if (Date.now() > deadline) {
           throw new DeployFailure(`Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`);
         }
-        await sleep(HEALTH_POLL_MS);
+        await sleep(HEALTH_POLL_MS, signal);
       }
     }
   }
@@ -456,14 +498,22 @@ export class Orchestrator implements Engine {
 
   /** The running containers of a deployment, as the router reaches them (DESIGN §2). */
   private async upstreamsOf(projectId: string, deploymentId: string): Promise<Upstream[]> {
-    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
-    return containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+    return upstreamsFrom(await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels }));
   }
 
   /** A project's hosts: its default domain and its custom domains. */
   private async hostsOf(projectId: string, projectSlug: string, workspaceSlug: string): Promise<string[]> {
     const custom = await this.o.deps.store.db.selectFrom('domains').select('domain').where('project_id', '=', projectId).execute();
-    return [defaultDomain(projectSlug, workspaceSlug, this.o.deps.platform.appsDomain), ...custom.map((c) => c.domain)];
+    return this.hostsFrom(projectSlug, workspaceSlug, custom.map((c) => c.domain));
+  }
+
+  private hostsFrom(projectSlug: string, workspaceSlug: string, custom: readonly string[]): string[] {
+    return [defaultDomain(projectSlug, workspaceSlug, this.o.deps.platform.appsDomain), ...custom];
+  }
+
+  /** Every container of this installation, by the deployment that owns it: one engine call for a whole pass. */
+  private async containersByDeployment(): Promise<Map<string, ContainerInfo[]>> {
+    return groupBy(await this.o.runtime.list({ labels: this.labels }), (c) => c.owner?.deployment);
   }
 
   /** Set (or with null, remove) a project's routes and hand the table to the data plane, one change at a time. */
@@ -493,13 +543,15 @@ export class Orchestrator implements Engine {
    * A serving deployment with fewer containers than replicas (one was removed behind Slipway's
    * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
    */
-  private async heal(projectId: string): Promise<void> {
+  private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
     const { deps, runtime } = this.o;
     const db = deps.store.db;
     const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
     const d = await servingDeployment(db, projectId);
     if (project === undefined || d?.image == null) return;
-    const containers = await runtime.list({ owner: { project: projectId, deployment: d.id }, labels: this.labels });
+    let containers = seen.get(d.id) ?? [];
+    // The pass's snapshot may predate a rollout that finished since: ask the engine again before acting.
+    if (containers.length < project.replicas) containers = await runtime.list({ owner: { project: projectId, deployment: d.id }, labels: this.labels });
     const missing = project.replicas - containers.length;
     if (missing > 0) {
       const env = await this.envOf(project);
@@ -525,7 +577,7 @@ export class Orchestrator implements Engine {
     const now = iso(this.o.deps.clock.now());
     const rows = await db
       .updateTable('deployments')
-      .set({ status: 'failed', error: 'Interrupted: Slipway stopped while this deployment was in progress.', finished_at: now, lease_owner: null, lease_until: null })
+      .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
       .where('status', 'in', ['building', 'deploying'])
       .returning(['id', 'project_id'])
       .execute();
@@ -546,8 +598,10 @@ export class Orchestrator implements Engine {
     for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(deps.clock.now()));
     const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', ['running', 'building', 'deploying']).execute();
     const keep = new Set(wanted.map((w) => w.id));
-    for (const c of await runtime.list({ labels: this.labels })) {
-      if (c.owner !== null && !keep.has(c.owner.deployment)) {
+    const seen = await this.containersByDeployment();
+    for (const [deployment, containers] of seen) {
+      if (keep.has(deployment)) continue;
+      for (const c of containers) {
         this.o.log.info({ container: c.name }, 'removing an orphaned container');
         await runtime.stop(c.id, { graceSeconds: 5 });
         await runtime.remove(c.id);
@@ -560,7 +614,7 @@ export class Orchestrator implements Engine {
         const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
         if (active !== undefined) return;
         // One project that cannot be healed (its image is gone) must not stop the others.
-        await this.heal(projectId).catch((err: unknown) => {
+        await this.heal(projectId, seen).catch((err: unknown) => {
           this.o.log.error({ err, project: projectId }, 'cannot restore the containers of a serving deployment');
         });
       });
@@ -585,6 +639,9 @@ export class Orchestrator implements Engine {
         .where('deployments.status', 'in', ['running', 'deploying'])
         .orderBy('deployments.created_at', 'desc')
         .execute();
+      // Read after the rows: the containers of a deployment exist before it is marked running.
+      const containers = await this.containersByDeployment();
+      const domains = groupBy(await db.selectFrom('domains').select(['project_id', 'domain']).execute(), (d) => d.project_id);
       let table = this.table;
       const decided = new Set<string>();
       const switching = new Set(rows.filter((r) => r.status === 'deploying').map((r) => r.project_id));
@@ -592,7 +649,8 @@ export class Orchestrator implements Engine {
         if (r.status !== 'running' || decided.has(r.project_id)) continue;
         decided.add(r.project_id);
         if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
-        table = table.setProject(r.project_id, { hosts: await this.hostsOf(r.project_id, r.project, r.workspace), upstreams: await this.upstreamsOf(r.project_id, r.id) });
+        const custom = (domains.get(r.project_id) ?? []).map((d) => d.domain);
+        table = table.setProject(r.project_id, { hosts: this.hostsFrom(r.project, r.workspace, custom), upstreams: upstreamsFrom(containers.get(r.id) ?? []) });
       }
       for (const route of table.routes()) {
         if (!decided.has(route.project) && !switching.has(route.project)) table = table.removeProject(route.project);

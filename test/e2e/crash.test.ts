@@ -114,10 +114,23 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     return (r.body.data?.deployments ?? []).map((d) => d.status);
   }
 
-  async function serve(): Promise<SlipwayProcess> {
-    const p = startSlipway(args, { SLIPWAY_ENGINE: 'docker' });
+  async function serve(extra: string[] = []): Promise<SlipwayProcess> {
+    const p = startSlipway([...args, ...extra], { SLIPWAY_ENGINE: 'docker' });
     await waitHealthy(p, api);
     return p;
+  }
+
+  /** The build log's lines, replayed over the WebSocket until `[END]`. */
+  function buildLog(id: string): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const frames: string[] = [];
+      const ws = new WebSocket(`${api.replace('http', 'ws')}${PROJECT}/deployments/${id}/logs`, { headers: { 'x-api-key': key } });
+      ws.on('message', (m: Buffer) => frames.push(m.toString('utf8')));
+      ws.on('close', () => {
+        resolve(frames);
+      });
+      ws.on('error', reject);
+    });
   }
 
   /** Resolves once the build log shows the slow step running inside the engine. */
@@ -173,6 +186,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
       '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--health-timeout', '30',
+      '--shutdown-grace', '1',
       '--log-level', 'warn',
     ];
   }, 120_000);
@@ -285,5 +299,37 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
     const project = await call<{ status: string }>('GET', PROJECT);
     expect(project.body.data?.status).toBe('running');
+  }, 240_000);
+
+  it('SIGTERM interrupts a build after the grace period, exits, and leaves nginx serving for the next start', async () => {
+    // Slipway still runs from the test above, serving v1; the repository's head is the slow build.
+    const master = nginxMaster(routerDir);
+    expect(master).toBeDefined();
+    const third = await call<Deployment>('POST', `${PROJECT}/deploy`);
+    expect(third.status).toBe(202);
+    const thirdId = third.body.data?.id ?? '';
+    await untilSlowStepRuns(thirdId);
+
+    // --shutdown-grace 1: the 30 s build step is cancelled and Slipway exits cleanly long before it ends.
+    const stopping = proc?.stop('SIGTERM');
+    expect(await stopping).toEqual({ code: 0, signal: null });
+    // --router-on-exit keep (the default): nginx was released, not stopped, and serves v1.
+    expect(nginxMaster(routerDir)).toBe(master);
+    for (let i = 0; i < 10; i++) expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
+
+    // The stopping process failed the deployment itself: its build log ends with the reason.
+    proc = await serve(['--router-on-exit', 'stop']);
+    expect(nginxMaster(routerDir)).toBe(master);
+    const d = await deployment(thirdId);
+    expect(d).toMatchObject({ status: 'failed', error: 'Interrupted: Slipway stopped while this deployment was in progress.' });
+    const log = await buildLog(thirdId);
+    expect(log.slice(-2)).toEqual(['[failed] Interrupted: Slipway stopped while this deployment was in progress.', '[END]']);
+    expect((await deploymentStatuses()).filter((st) => IN_PROGRESS.includes(st))).toEqual([]);
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
+
+    // --router-on-exit stop: nginx goes with Slipway, and the router port stops answering.
+    expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(nginxMaster(routerDir)).toBeUndefined();
+    expect((await viaRouter(routerPort)).status).toBe(0);
   }, 240_000);
 });

@@ -1,0 +1,356 @@
+// A deploy of a private repository through a GitHub App, end to end: the orchestrator exchanges
+// the project's installation_id for an installation token at a local stand-in for GitHub's
+// documented endpoint (POST /app/installations/{id}/access_tokens, RS256 app JWT), clones with it
+// from a real `git http-backend` that accepts only tokens issued for that installation, builds
+// on the real Docker Engine and serves the app through the router.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { GitHubApp, GitSource } from '../../src/build/index.js';
+import { Orchestrator } from '../../src/deploy/orchestrator.js';
+import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceId } from '../../src/store/db.js';
+import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
+import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { ensureBaseImage } from '../factories/images.js';
+import { freePort } from '../factories/process.js';
+import { STORE_KINDS } from '../factories/stores.js';
+
+interface Deployment {
+  id: string;
+  status: string;
+  error: string | null;
+  image: string | null;
+  source: string;
+  commit_sha: string | null;
+}
+
+interface GitView {
+  repo_full_name: string;
+  installation_id: number;
+}
+
+/** Above 2^31: installation ids are stored as bigint, which PostgreSQL hands back as a string. */
+const INSTALLATION = 3_000_000_017;
+/** An installation the app does not have: the fake GitHub answers 404. */
+const UNKNOWN_INSTALLATION = 3_000_000_099;
+const REPO = 'acme/private-site';
+const CONTENT = 'private hello, cloned with an installation token';
+/** A compact JWT, as the app sends to GitHub: base64url header `{"` … */
+const JWT_LIKE = /eyJ[\w-]+\.[\w-]+\.[\w-]+/;
+
+/** GET through the router with a Host header, on a fresh connection each time. */
+function viaRouter(port: number, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The whole build log of a finished deployment, over the API's WebSocket, ending with [END]. */
+function buildLogFrames(url: string, key: string): Promise<string[]> {
+  return new Promise<string[]>((resolve, reject) => {
+    const got: string[] = [];
+    const ws = new WebSocket(url, { headers: { 'x-api-key': key } });
+    ws.on('message', (m: Buffer) => got.push(m.toString('utf8')));
+    ws.on('close', () => {
+      resolve(got);
+    });
+    ws.on('error', reject);
+  });
+}
+
+/** What git sends for the token (http.extraHeader): `Basic base64(x-access-token:<token>)`. */
+const basicFor = (token: string) => `Basic ${Buffer.from(`x-access-token:${token}`, 'utf8').toString('base64')}`;
+
+describe.each(STORE_KINDS)('deploying a private repository through a GitHub App installation token, store %s', (kind) => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  let fake: FakeGitHub;
+  let root: RepoRoot;
+  let repo: TestRepo;
+  let sha: string;
+  let gitServer: GitServer;
+  let router: RouterDriver;
+  let orchestrator: Orchestrator;
+  let routerPort: number;
+  let workDir: string;
+  let docker: Docker;
+  /** every line the orchestrator logged */
+  const engineLog: string[] = [];
+  const projects = '/api/workspaces/WS/projects';
+  const path = (p: string) => p.replace('WS', w.slug);
+  const hostOf = (project: string) => `${project}-${w.slug}.apps.test`;
+  /** the token the first deployment cloned with, found by the first case */
+  let issuedToken = '';
+
+  async function waitFor(project: string, id: string): Promise<Deployment> {
+    for (let i = 0; i < 600; i++) {
+      const r = await s.request<Deployment>('GET', path(`${projects}/${project}/deployments/${id}`), { key: w.member.key });
+      if (r.body.data !== undefined && !['queued', 'building', 'deploying'].includes(r.body.data.status)) return r.body.data;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    throw new Error(`deployment ${id} did not settle`);
+  }
+
+  async function deploy(project: string): Promise<Deployment> {
+    const r = await s.request<Deployment>('POST', path(`${projects}/${project}/deploy`), { key: w.member.key });
+    expect(r.status, r.text).toBe(202);
+    expect(r.body.data?.status).toBe('queued');
+    return waitFor(project, r.body.data?.id ?? '');
+  }
+
+  async function createProject(name: string): Promise<void> {
+    const r = await s.request('POST', path(projects), { key: w.member.key, body: { name, port: 8080, cpu: '0.25', ram: '0.125' } });
+    expect(r.status, r.text).toBe(201);
+  }
+
+  /** Everything about a deployment a user or an operator can see: the API's views, its stored row and its stored build log. */
+  async function everythingAbout(project: string, id: string): Promise<{ api: string; row: string; log: string[] }> {
+    const one = await s.request('GET', path(`${projects}/${project}/deployments/${id}`), { key: w.member.key });
+    const list = await s.request('GET', path(`${projects}/${project}/deployments`), { key: w.member.key });
+    const view = await s.request('GET', path(`${projects}/${project}`), { key: w.member.key });
+    const row = await s.store.db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    const log = await buildLogFrames(`${s.url.replace('http', 'ws')}${path(`${projects}/${project}/deployments/${id}/logs`)}`, w.member.key);
+    return { api: [one.text, list.text, view.text].join('\n'), row: JSON.stringify(row), log };
+  }
+
+  beforeAll(async () => {
+    docker = new Docker();
+    const base = await ensureBaseImage();
+    fake = await startFakeGitHub({ installations: [INSTALLATION] });
+    root = await RepoRoot.create();
+    repo = await root.repo(REPO);
+    sha = await repo.commit('a private site', {
+      Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+      'index.html': `${CONTENT}\n`,
+    });
+    // The repository is private to the installation: only a token GitHub issued for it, sent
+    // the way GitHub expects (user x-access-token), may read it.
+    gitServer = await startGitServer({
+      root: root.dir,
+      authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION),
+    });
+    routerPort = await freePort();
+    s = await startTestServer(kind);
+    w = await makeWorkspace(s);
+    workDir = mkdtempSync(join(tmpdir(), 'slipway-gh-app-'));
+    router = createRouterDriver({ driver: 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
+    const record = (level: string) => (obj: object, msg: string) => {
+      engineLog.push(`${level} ${msg} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? `${v.name}: ${v.message}` : v))}`);
+    };
+    orchestrator = new Orchestrator({
+      deps: s.deps,
+      queue: s.services.queue,
+      buildLog: s.services.buildLog,
+      envVars: s.services.envVars,
+      runtime: new DockerRuntime({ docker }),
+      router,
+      git: new GitSource({ baseUrl: gitServer.url }),
+      githubApp: new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }),
+      baseImages: { node: base, go: base, python: base, static: base },
+      workDir: join(workDir, 'checkouts'),
+      concurrency: 2,
+      healthTimeoutMs: 30_000,
+      leaseMs: 60_000,
+      log: {
+        info: record('info'),
+        warn: record('warn'),
+        error: (obj, msg) => {
+          record('error')(obj, msg);
+          console.error(msg, obj);
+        },
+      },
+      instanceId: await instanceId(s.store),
+      pollMs: 200,
+      reconcileEveryMs: 1000,
+    });
+    s.services.engine = orchestrator;
+    await orchestrator.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await orchestrator.shutdown();
+    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': await instanceId(s.store) } });
+    await s.close();
+    await gitServer.close();
+    await fake.close();
+    await root.dispose();
+    rmSync(workDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('the Git server refuses the repository without a token, with an unknown one, and with one of another installation', async () => {
+    const refs = `${gitServer.url}/${REPO}.git/info/refs?service=git-upload-pack`;
+    const status = async (authorization?: string) =>
+      (await fetch(refs, authorization === undefined ? {} : { headers: { authorization } })).status;
+    expect(await status()).toBe(401);
+    expect(await status(basicFor(`ghs_${'0'.repeat(36)}`))).toBe(401);
+    // a live token, but GitHub issued it for another installation of the app
+    const other = `ghs_${'1'.repeat(36)}`;
+    fake.issued.set(other, { installationId: INSTALLATION + 1, expiresAt: new Date(Date.now() + 3_600_000) });
+    try {
+      expect(await status(basicFor(other))).toBe(401);
+    } finally {
+      fake.issued.delete(other);
+    }
+    expect(fake.calls).toEqual([]);
+    expect(fake.issued.size).toBe(0);
+  });
+
+  it('exchanges installation_id for a token, clones with it, builds, runs and serves the repository', async () => {
+    await createProject('private');
+    const connected = await s.request<GitView>('POST', path(`${projects}/private/git`), { key: w.member.key, body: { repo_full_name: REPO, installation_id: INSTALLATION } });
+    expect(connected.status, connected.text).toBe(201);
+    expect(connected.body.data).toMatchObject({ repo_full_name: REPO, installation_id: INSTALLATION });
+    expect((await viaRouter(routerPort, hostOf('private'))).status).toBe(503);
+    const gitBefore = gitServer.requests.length;
+
+    const d = await deploy('private');
+    expect(d, d.error ?? '').toMatchObject({ status: 'running', source: 'git', error: null, commit_sha: sha });
+    expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
+
+    // exactly one access_tokens call, for the installation, with a JWT GitHub accepts for the app
+    expect(fake.calls).toHaveLength(1);
+    expect(fake.calls[0]).toEqual({
+      installationId: String(INSTALLATION),
+      status: 201,
+      headers: { accept: 'application/vnd.github+json', apiVersion: '2022-11-28', userAgent: 'slipway' },
+      claims: { iss: fake.appId, iat: expect.any(Number), exp: expect.any(Number) },
+    });
+    expect([...fake.issued.values()]).toEqual([{ installationId: INSTALLATION, expiresAt: expect.any(Date) }]);
+    issuedToken = [...fake.issued.keys()][0] ?? '';
+    expect(fake.isValid(issuedToken, INSTALLATION)).toBe(true);
+
+    // every request of the clone carried that token, and none was refused
+    const clone = gitServer.requests.slice(gitBefore);
+    // (protocol v2: the ref advertisement, then ls-refs and fetch as upload-pack POSTs)
+    expect(clone[0]?.url).toBe(`/${REPO}.git/info/refs?service=git-upload-pack`);
+    expect(clone.length).toBeGreaterThanOrEqual(2);
+    expect(clone.slice(1).map((r) => `${r.method} ${r.url}`)).toEqual(clone.slice(1).map(() => `POST /${REPO}.git/git-upload-pack`));
+    expect(clone.map((r) => [r.status, r.authorization])).toEqual(clone.map(() => [200, basicFor(issuedToken)]));
+  });
+
+  it('never shows the token: not in the build log, the deployment, the project, the image or the engine log', async () => {
+    expect(issuedToken).toMatch(/^ghs_[0-9a-f]{36}$/);
+    // the pattern below does catch the app's JWT
+    expect(new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }).appJwt()).toMatch(JWT_LIKE);
+    const basic = basicFor(issuedToken).replace('Basic ', '');
+    const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${projects}/private/deployments`), { key: w.member.key });
+    const d = list.body.data?.deployments[0];
+    expect(d?.status).toBe('running');
+    const seen = await everythingAbout('private', d?.id ?? '');
+    // the log is the real one: it tells the fetch, the build and the switch
+    expect(seen.log[0]).toMatch(new RegExp(`^Fetching ${REPO}@main from http://127\\.0\\.0\\.1:\\d+\\.$`));
+    expect(seen.log).toContain(`Commit ${sha.slice(0, 12)}: a private site`);
+    expect(seen.log.some((f) => /^Step 1\/\d : FROM /.test(f))).toBe(true);
+    expect(seen.log.at(-2)).toBe(`Deployment is live at ${hostOf('private')}.`);
+    expect(seen.log.at(-1)).toBe('[END]');
+    expect(seen.api).toContain(d?.id ?? 'no deployment');
+    expect(seen.row).toContain(sha);
+
+    const image = d?.image ?? '';
+    expect(image).toMatch(/^slipway\//);
+    const imageFacts = JSON.stringify([await docker.getImage(image).inspect(), await docker.getImage(image).history()]);
+    const containers = await docker.listContainers({ filters: { label: [`slipway.instance=${await instanceId(s.store)}`] } });
+    expect(containers).toHaveLength(1);
+    const containerFacts = JSON.stringify(await Promise.all(containers.map((c) => docker.getContainer(c.Id).inspect())));
+
+    for (const [where, text] of Object.entries({
+      'build log': seen.log.join('\n'),
+      'API views': seen.api,
+      'stored deployment': seen.row,
+      image: imageFacts,
+      container: containerFacts,
+      'engine log': engineLog.join('\n'),
+      'server log': s.logs.join('\n'),
+    })) {
+      expect(text, where).not.toContain(issuedToken);
+      expect(text, where).not.toContain(basic);
+      expect(text, where).not.toMatch(JWT_LIKE);
+    }
+  });
+
+  it('fails a project whose installation GitHub does not know, with a readable error, and keeps the other app serving', async () => {
+    await createProject('orphan');
+    // connected without an installation first, then pointed at one the app does not have
+    const connected = await s.request<GitView>('POST', path(`${projects}/orphan/git`), { key: w.member.key, body: { repo_full_name: REPO } });
+    expect(connected.status, connected.text).toBe(201);
+    expect(connected.body.data?.installation_id).toBe(0);
+    const changed = await s.request<GitView>('PUT', path(`${projects}/orphan/git`), { key: w.member.key, body: { installation_id: UNKNOWN_INSTALLATION } });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.body.data).toMatchObject({ repo_full_name: REPO, installation_id: UNKNOWN_INSTALLATION });
+    const callsBefore = fake.calls.length;
+    const gitBefore = gitServer.requests.length;
+
+    const d = await deploy('orphan');
+    expect(d.status).toBe('failed');
+    expect(d.error).toBe(
+      `GitHub App installation ${UNKNOWN_INSTALLATION} was not found: the app may have been uninstalled, or the installation belongs to another app.`,
+    );
+
+    // GitHub was asked once, with valid app credentials: the installation is what it refused
+    expect(fake.calls.slice(callsBefore)).toEqual([
+      {
+        installationId: String(UNKNOWN_INSTALLATION),
+        status: 404,
+        headers: { accept: 'application/vnd.github+json', apiVersion: '2022-11-28', userAgent: 'slipway' },
+        claims: { iss: fake.appId, iat: expect.any(Number), exp: expect.any(Number) },
+      },
+    ]);
+    expect(fake.issued.size).toBe(1);
+    // no clone was tried without a token (nor with the other project's)
+    expect(gitServer.requests.slice(gitBefore)).toEqual([]);
+
+    const seen = await everythingAbout('orphan', d.id);
+    expect(seen.log).toEqual([`Fetching ${REPO}@main from ${gitServer.url}.`, `[failed] ${d.error ?? ''}`, '[END]']);
+    for (const [where, text] of Object.entries({ 'build log': seen.log.join('\n'), 'API views': seen.api, 'stored deployment': seen.row, 'engine log': engineLog.join('\n') })) {
+      expect(text, where).not.toContain(issuedToken);
+      expect(text, where).not.toMatch(/ghs_/);
+      expect(text, where).not.toMatch(JWT_LIKE);
+      expect(text, where).not.toMatch(/Bearer|PRIVATE KEY/);
+    }
+    const orphan = await s.request<{ status: string }>('GET', path(`${projects}/orphan`), { key: w.member.key });
+    expect(orphan.body.data?.status).toBe('failed');
+    expect((await viaRouter(routerPort, hostOf('orphan'))).status).toBe(503);
+
+    // the first project is untouched
+    expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
+    const first = await s.request<{ status: string }>('GET', path(`${projects}/private`), { key: w.member.key });
+    expect(first.body.data?.status).toBe('running');
+  });
+
+  it('drops a cached token that Git refuses (revoked on GitHub): that deploy fails, the next one gets a fresh token', async () => {
+    expect(fake.isValid(issuedToken, INSTALLATION)).toBe(true);
+    const callsBefore = fake.calls.length;
+    // GitHub revokes the installation token Slipway still holds in its cache.
+    fake.issued.delete(issuedToken);
+    const refused = await deploy('private');
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatch(/refused the access token/);
+    expect(fake.calls.length).toBe(callsBefore);
+    // the running deployment keeps serving
+    expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
+
+    const again = await deploy('private');
+    expect(again, again.error ?? '').toMatchObject({ status: 'running', error: null });
+    expect(fake.calls.slice(callsBefore).map((c) => [c.installationId, c.status])).toEqual([[String(INSTALLATION), 201]]);
+    const fresh = [...fake.issued.keys()].filter((t) => fake.issued.get(t)?.installationId === INSTALLATION);
+    expect(fresh).toHaveLength(1);
+    expect(fresh[0]).not.toBe(issuedToken);
+    expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
+  });
+});
