@@ -34,6 +34,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** keep: nginx goes on serving while Slipway is down (the next start adopts it); stop: it stops with Slipway */
   routerOnExit: 'keep' | 'stop';
+  /** how the router reaches app containers: their port published on 127.0.0.1, or their workspace-network address */
+  upstreamMode: 'published' | 'network';
   githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
 }
@@ -64,6 +66,7 @@ export const SETTINGS = [
   { flag: 'build-concurrency', env: 'SLIPWAY_BUILD_CONCURRENCY', def: '2', help: 'deployments built and rolled out at once (one at a time per project)' },
   { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
   { flag: 'shutdown-grace', env: 'SLIPWAY_SHUTDOWN_GRACE', def: '30', help: 'seconds a stopping Slipway (SIGTERM, SIGINT) lets deployments in progress finish; then they are interrupted and fail' },
+  { flag: 'upstream-mode', env: 'SLIPWAY_UPSTREAM_MODE', def: 'published', help: 'how the router reaches apps: published (their port on 127.0.0.1) or network (their address on the workspace network, when Slipway runs in a container)' },
   { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
   { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
   { flag: 'github-app-private-key-file', env: 'SLIPWAY_GITHUB_APP_PRIVATE_KEY_FILE', def: '', help: 'PEM private key of the GitHub App' },
@@ -181,6 +184,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     healthTimeoutMs: wholeNumber('health-timeout', 1, 3600) * 1000,
     shutdownGraceMs: wholeNumber('shutdown-grace', 0, 3600) * 1000,
     routerOnExit: oneOf('router-on-exit', ['keep', 'stop'] as const),
+    upstreamMode: oneOf('upstream-mode', ['published', 'network'] as const),
     githubApp: githubApp(),
     baseImages: {
       node: raw('base-image-node'),

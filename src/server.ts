@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
@@ -64,6 +65,17 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
   };
 }
 
+/**
+ * Slipway's own container, when it runs in one that the engine knows (Docker names the host
+ * after the container): `--upstream-mode network` attaches it to the workspace networks.
+ */
+async function ownContainer(runtime: DockerRuntime, log: FastifyBaseLogger): Promise<string | undefined> {
+  const self = await runtime.inspect(hostname()).catch(() => null);
+  if (self !== null) return self.id;
+  log.warn({ hostname: hostname() }, 'upstream mode network: Slipway does not run in a container of this engine; the router reaches containers on their network addresses from the host');
+  return undefined;
+}
+
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
 async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
   const runtime = new DockerRuntime({ docker: new Docker() });
@@ -91,6 +103,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     healthTimeoutMs: config.healthTimeoutMs,
     shutdownGraceMs: config.shutdownGraceMs,
     keepRouterOnExit: config.routerOnExit === 'keep',
+    upstreamMode: config.upstreamMode,
+    self: config.upstreamMode === 'network' ? await ownContainer(runtime, log) : undefined,
     leaseMs: LEASE_MS,
     log,
     instanceId: await instanceId(deps.store),

@@ -43,7 +43,17 @@ export interface OrchestratorOptions {
   shutdownGraceMs?: number;
   /** on shutdown, leave the router serving the current routes (the next start adopts it) instead of stopping it */
   keepRouterOnExit?: boolean;
+  /**
+   * How the router and the health check reach a container (DESIGN §2 "Upstream addressing"):
+   * `published` (default) on its port published on 127.0.0.1; `network` on its address on the
+   * workspace network, without publishing anything.
+   */
+  upstreamMode?: UpstreamMode;
+  /** Slipway's own container, when it runs in one: joined to every workspace network (`network` mode) */
+  self?: string | undefined;
 }
+
+export type UpstreamMode = 'published' | 'network';
 
 const INSTANCE_LABEL = 'slipway.instance';
 const PROJECT_LABEL = 'slipway.image.project';
@@ -60,9 +70,9 @@ const INTERRUPTED = 'Interrupted: Slipway stopped while this deployment was in p
 const firstLine = (s: string): string => s.split('\n')[0]?.trim() ?? '';
 
 /** Any HTTP answer on the port counts: the app is up, whatever its routes say. */
-function answers(port: number): Promise<boolean> {
+function answers({ host, port }: Upstream): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', method: 'GET', timeout: 2000 }, (res) => {
+    const req = request({ host, port, path: '/', method: 'GET', timeout: 2000 }, (res) => {
       res.resume();
       resolve(true);
     });
@@ -74,9 +84,11 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
-/** Running containers with a published port, as the router reaches them (DESIGN §2). */
-const upstreamsFrom = (containers: readonly ContainerInfo[]): Upstream[] =>
-  containers.filter((c) => c.state === 'running' && c.hostPort !== null).map((c) => ({ host: '127.0.0.1', port: c.hostPort ?? 0 }));
+/** Where the router and the health check reach a container (DESIGN §2), or null while it cannot be reached. */
+function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
+  if (mode === 'network') return c.networkAddress === null || c.port === null ? null : { host: c.networkAddress, port: c.port };
+  return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
+}
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, T[]> {
   const groups = new Map<string, T[]>();
@@ -131,6 +143,8 @@ export class Orchestrator implements Engine {
   }
 
   private readonly labels: Record<string, string>;
+  /** workspace networks Slipway's own container was attached to */
+  private readonly joined = new Set<string>();
 
   constructor(private readonly o: OrchestratorOptions) {
     this.workerId = `w-${o.deps.ids.id()}`;
@@ -330,11 +344,11 @@ export class Orchestrator implements Engine {
       buildLog.notify(d.id);
 
       const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
-      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id, labels: this.labels });
+      const network = await this.workspaceNetwork(ws);
       const env = await this.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
       for (let i = 0; i < project.replicas; i++) {
-        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, `ws-${ws.slug}`));
+        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network));
       }
       await this.waitHealthy(started, say, this.interrupting.signal);
       say('All replicas answer; switching traffic.');
@@ -448,6 +462,7 @@ export class Orchestrator implements Engine {
       network,
       aliases: [project.slug],
       port: project.port,
+      publish: this.upstreamMode === 'published',
       labels: this.labels,
       restart: { kind: 'unless-stopped' },
       init: true,
@@ -464,7 +479,8 @@ export class Orchestrator implements Engine {
         if (now.state === 'exited' || now.state === 'dead') {
           throw new DeployFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
         }
-        if (now.hostPort !== null && (await answers(now.hostPort))) {
+        const target = addressOf(now, this.upstreamMode);
+        if (target !== null && (await answers(target))) {
           say?.(`${c.name} answers on port ${String(now.port)}.`);
           break;
         }
@@ -498,7 +514,30 @@ export class Orchestrator implements Engine {
 
   /** The running containers of a deployment, as the router reaches them (DESIGN §2). */
   private async upstreamsOf(projectId: string, deploymentId: string): Promise<Upstream[]> {
-    return upstreamsFrom(await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels }));
+    return this.upstreamsFrom(await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels }));
+  }
+
+  /** The running containers among `containers`, as the router reaches them. */
+  private upstreamsFrom(containers: readonly ContainerInfo[]): Upstream[] {
+    return containers.flatMap((c) => {
+      const a = c.state === 'running' ? addressOf(c, this.upstreamMode) : null;
+      return a === null ? [] : [a];
+    });
+  }
+
+  private get upstreamMode(): UpstreamMode {
+    return this.o.upstreamMode ?? 'published';
+  }
+
+  /** The workspace's network, created when missing, with Slipway's own container attached in `network` mode. */
+  private async workspaceNetwork(ws: { id: string; slug: string }): Promise<string> {
+    const name = `ws-${ws.slug}`;
+    await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels });
+    if (this.upstreamMode === 'network' && this.o.self !== undefined && !this.joined.has(name)) {
+      await this.o.runtime.connect(name, this.o.self);
+      this.joined.add(name);
+    }
+    return name;
   }
 
   /** A project's hosts: its default domain and its custom domains. */
@@ -556,10 +595,10 @@ export class Orchestrator implements Engine {
     if (missing > 0) {
       const env = await this.envOf(project);
       const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
-      await runtime.ensureNetwork({ name: `ws-${ws.slug}`, workspace: ws.id, labels: this.labels });
+      const network = await this.workspaceNetwork(ws);
       for (let i = 0; i < missing; i++) {
         this.o.log.info({ project: project.slug }, 'replacing a missing container');
-        await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`, `ws-${ws.slug}`);
+        await this.startContainer(project, this.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${Date.now().toString(36)}${i.toString()}`, network);
       }
     }
     const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
@@ -650,7 +689,7 @@ export class Orchestrator implements Engine {
         decided.add(r.project_id);
         if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
         const custom = (domains.get(r.project_id) ?? []).map((d) => d.domain);
-        table = table.setProject(r.project_id, { hosts: this.hostsFrom(r.project, r.workspace, custom), upstreams: upstreamsFrom(containers.get(r.id) ?? []) });
+        table = table.setProject(r.project_id, { hosts: this.hostsFrom(r.project, r.workspace, custom), upstreams: this.upstreamsFrom(containers.get(r.id) ?? []) });
       }
       for (const route of table.routes()) {
         if (!decided.has(route.project) && !switching.has(route.project)) table = table.removeProject(route.project);

@@ -109,8 +109,10 @@ export interface ContainerSpec {
   network: string;
   /** extra DNS names on that network */
   aliases?: readonly string[];
-  /** the port the app listens on; published on 127.0.0.1 with an ephemeral host port */
+  /** the port the app listens on; published on 127.0.0.1 with an ephemeral host port unless `publish` is false */
   port?: number;
+  /** false: the port is reached on the container's network address only (`--upstream-mode network`); default true */
+  publish?: boolean;
   restart: RestartPolicy;
   /**
    * Run a minimal init as PID 1 that forwards signals and reaps zombies: an app that never set
@@ -141,6 +143,8 @@ export interface ContainerInfo {
   hostPort: number | null;
   /** the container's address on its network (for `--upstream-mode network`) */
   networkAddress: string | null;
+  /** its address on every network it is attached to, by network name */
+  networks: Readonly<Record<string, string>>;
   /** limits as the engine applies them: vCPU and bytes, null when unlimited */
   cpu: number | null;
   memoryBytes: number | null;
@@ -209,6 +213,8 @@ export interface Runtime {
 
   /** Creates the network unless it exists; safe to call concurrently. */
   ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
+  /** Attaches a running container (Slipway's own, when it runs in one) to a network; idempotent. */
+  connect(network: string, idOrName: string): Promise<void>;
 
   build(spec: BuildSpec): Promise<BuildResult>;
   /** Gives the image `source` the reference `target` (`repository:tag`). */

@@ -1,20 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { GitSource } from '../../src/build/index.js';
-import { Orchestrator } from '../../src/deploy/orchestrator.js';
-import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
+import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
 import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import type { StoreKind } from '../factories/stores.js';
-import { freePort } from '../factories/process.js';
 
 interface Deployment {
   id: string;
@@ -23,22 +15,6 @@ interface Deployment {
   image: string | null;
   source: string;
   commit_sha: string | null;
-}
-
-/** GET through the router with a Host header, on a fresh connection each time. */
-function viaRouter(port: number, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 const app = (base: string, text: string) => ({
@@ -54,11 +30,9 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
   let root: RepoRoot;
   let repo: TestRepo;
   let gitServer: GitServer;
-  let router: RouterDriver;
-  let orchestrator: Orchestrator;
+  let engine: TestEngine;
   let routerPort: number;
   let base: string;
-  let workDir: string;
   const project = `/api/workspaces/WS/projects/hello`;
   const path = (p: string) => p.replace('WS', w.slug);
   const host = () => `hello-${w.slug}.apps.test`;
@@ -82,47 +56,23 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
 
   beforeAll(async () => {
     base = await ensureBaseImage();
-    routerPort = await freePort();
     s = await startTestServer(kind);
     w = await makeWorkspace(s);
     root = await RepoRoot.create();
     repo = await root.repo('acme/hello');
     await repo.commit('first version', app(base, 'hello v1'));
     gitServer = await startGitServer({ root: root.dir });
-    workDir = mkdtempSync(join(tmpdir(), 'slipway-builds-'));
-    router = createRouterDriver({ driver: 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
-    orchestrator = new Orchestrator({
-      deps: s.deps,
-      queue: s.services.queue,
-      buildLog: s.services.buildLog,
-      envVars: s.services.envVars,
-      runtime: new DockerRuntime({ docker: new Docker() }),
-      router,
-      git: new GitSource({ baseUrl: gitServer.url }),
-      baseImages: { node: base, go: base, python: base, static: base },
-      workDir: join(workDir, 'checkouts'),
-      concurrency: 2,
-      healthTimeoutMs: 30_000,
-      leaseMs: 60_000,
-      log: { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } },
-      instanceId: await instanceId(s.store),
-      pollMs: 200,
-      reconcileEveryMs: 1000,
-    });
-    s.services.engine = orchestrator;
-    await orchestrator.start();
+    engine = await startTestEngine(s, { gitBaseUrl: gitServer.url });
+    routerPort = engine.routerPort;
     await s.request('POST', path('/api/workspaces/WS/projects'), { key: w.member.key, body: { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' } });
     await s.request('POST', path(`${project}/git`), { key: w.member.key, body: { repo_full_name: 'acme/hello' } });
   }, 120_000);
 
   afterAll(async () => {
-    await orchestrator.shutdown();
-    const runtime = new DockerRuntime({ docker: new Docker() });
-    await runtime.purge({ labels: { 'slipway.instance': await instanceId(s.store) } });
+    await engine.close();
     await s.close();
     await gitServer.close();
     await root.dispose();
-    rmSync(workDir, { recursive: true, force: true });
   }, 60_000);
 
   it('answers 503 for a project that runs nothing', async () => {

@@ -3,23 +3,16 @@
 // documented endpoint (POST /app/installations/{id}/access_tokens, RS256 app JWT), clones with it
 // from a real `git http-backend` that accepts only tokens issued for that installation, builds
 // on the real Docker Engine and serves the app through the router.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { GitHubApp, GitSource } from '../../src/build/index.js';
-import { Orchestrator } from '../../src/deploy/orchestrator.js';
-import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { GitHubApp } from '../../src/build/index.js';
 import { instanceId } from '../../src/store/db.js';
+import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
-import { freePort } from '../factories/process.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 interface Deployment {
@@ -45,22 +38,6 @@ const CONTENT = 'private hello, cloned with an installation token';
 /** A compact JWT, as the app sends to GitHub: base64url header `{"` … */
 const JWT_LIKE = /eyJ[\w-]+\.[\w-]+\.[\w-]+/;
 
-/** GET through the router with a Host header, on a fresh connection each time. */
-function viaRouter(port: number, host: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** The whole build log of a finished deployment, over the API's WebSocket, ending with [END]. */
 function buildLogFrames(url: string, key: string): Promise<string[]> {
   return new Promise<string[]>((resolve, reject) => {
@@ -85,11 +62,9 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
   let repo: TestRepo;
   let sha: string;
   let gitServer: GitServer;
-  let router: RouterDriver;
-  let orchestrator: Orchestrator;
   let routerPort: number;
-  let workDir: string;
   let docker: Docker;
+  let engine: TestEngine;
   /** every line the orchestrator logged */
   const engineLog: string[] = [];
   const projects = '/api/workspaces/WS/projects';
@@ -145,28 +120,14 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
       root: root.dir,
       authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION),
     });
-    routerPort = await freePort();
     s = await startTestServer(kind);
     w = await makeWorkspace(s);
-    workDir = mkdtempSync(join(tmpdir(), 'slipway-gh-app-'));
-    router = createRouterDriver({ driver: 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
     const record = (level: string) => (obj: object, msg: string) => {
       engineLog.push(`${level} ${msg} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? `${v.name}: ${v.message}` : v))}`);
     };
-    orchestrator = new Orchestrator({
-      deps: s.deps,
-      queue: s.services.queue,
-      buildLog: s.services.buildLog,
-      envVars: s.services.envVars,
-      runtime: new DockerRuntime({ docker }),
-      router,
-      git: new GitSource({ baseUrl: gitServer.url }),
+    engine = await startTestEngine(s, {
+      gitBaseUrl: gitServer.url,
       githubApp: new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }),
-      baseImages: { node: base, go: base, python: base, static: base },
-      workDir: join(workDir, 'checkouts'),
-      concurrency: 2,
-      healthTimeoutMs: 30_000,
-      leaseMs: 60_000,
       log: {
         info: record('info'),
         warn: record('warn'),
@@ -175,22 +136,16 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
           console.error(msg, obj);
         },
       },
-      instanceId: await instanceId(s.store),
-      pollMs: 200,
-      reconcileEveryMs: 1000,
     });
-    s.services.engine = orchestrator;
-    await orchestrator.start();
+    routerPort = engine.routerPort;
   }, 120_000);
 
   afterAll(async () => {
-    await orchestrator.shutdown();
-    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': await instanceId(s.store) } });
+    await engine.close();
     await s.close();
     await gitServer.close();
     await fake.close();
     await root.dispose();
-    rmSync(workDir, { recursive: true, force: true });
   }, 60_000);
 
   it('the Git server refuses the repository without a token, with an unknown one, and with one of another installation', async () => {

@@ -243,6 +243,39 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(await httpGet(`http://127.0.0.1:${port}/env.txt`)).toBe(greeting);
     });
 
+    it('runs a container without publishing its port, and attaches a container to another network idempotently', async () => {
+      const hidden = await rt.run(spec({ image: appImage, env: { GREETING: greeting, PORT: '8080' }, port: 8080, publish: false }));
+      expect(hidden).toMatchObject({ state: 'running', port: 8080, hostPort: null });
+      expect(hidden.networkAddress).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      // a second network, and a container on it that can reach `hidden` by name only once attached
+      const other = unique('ws');
+      await rt.ensureNetwork({ name: other, workspace: owner().workspace, labels });
+      // (nc by address: the static busybox's wget crashes, and it cannot resolve names)
+      const fetchFromOther = async (address: string): Promise<number | null> => {
+        const get = `printf 'GET /index.html HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${address} 8080 | grep -q 'hello from slipway'`;
+        const probe = await rt.run(spec({ network: other, command: ['sh', '-c', get] }));
+        const done = await until('the probe to finish', async () => {
+          const c = await rt.inspect(probe.id);
+          return c?.state === 'exited' ? c : undefined;
+        });
+        await rt.remove(probe.id);
+        return done.exitCode;
+      };
+      expect(hidden.networks).toEqual({ [network]: hidden.networkAddress });
+      // networks are isolated from each other
+      expect(await fetchFromOther(hidden.networkAddress ?? '')).not.toBe(0);
+      await rt.connect(other, hidden.id);
+      await rt.connect(other, hidden.name);
+      const attached = await rt.inspect(hidden.id);
+      expect(Object.keys(attached?.networks ?? {}).sort()).toEqual([network, other].sort());
+      expect(attached?.networkAddress).toBe(hidden.networkAddress);
+      expect(await fetchFromOther(attached?.networks[other] ?? '')).toBe(0);
+      await expect(rt.connect(`ws-missing-${suite}`, hidden.id)).rejects.toThrow(/no such network/);
+      await expect(rt.connect(other, `missing-${suite}`)).rejects.toThrow(/no such container/);
+      await rt.stop(hidden.id, { graceSeconds: 0 });
+      await rt.remove(hidden.id);
+    });
+
     it('refuses a container it cannot run and leaves nothing behind', async () => {
       const name = unique('bad');
       await expect(rt.run(spec({ name, image: `slipway-test/none-${suite}:1` }))).rejects.toThrow(/none-/);

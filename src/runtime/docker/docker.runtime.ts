@@ -134,6 +134,22 @@ export class DockerRuntime implements Runtime {
     return { id, name: spec.name, created: true };
   }
 
+  async connect(network: string, idOrName: string): Promise<void> {
+    const net = (await this.networksNamed(network))[0];
+    if (net === undefined) throw new Error(`Cannot attach ${idOrName} to network ${network}: there is no such network.`);
+    const attached = await this.docker.getNetwork(net.Id).inspect() as { Containers?: Record<string, unknown> | null };
+    const container = await this.docker.getContainer(idOrName).inspect().catch(() => null);
+    if (container === null) throw new Error(`Cannot attach ${idOrName} to network ${network}: there is no such container.`);
+    if (Object.hasOwn(attached.Containers ?? {}, container.Id)) return;
+    try {
+      await this.docker.getNetwork(net.Id).connect({ Container: container.Id });
+    } catch (err) {
+      // attached meanwhile by a concurrent call: the engine says so with 403
+      if (statusOf(err) === 403 && /already exists/.test(engineMessage(err))) return;
+      throw new Error(`Cannot attach ${idOrName} to network ${network}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
   /** Networks with exactly this name (the engine's name filter matches substrings), oldest first. */
   private async networksNamed(name: string): Promise<Docker.NetworkInspectInfo[]> {
     const found = await this.docker.listNetworks({ filters: { name: [name] } });
@@ -272,7 +288,7 @@ export class DockerRuntime implements Runtime {
           RestartPolicy: restartPolicy(spec.restart),
           Init: spec.init === true,
           // an empty HostPort asks the engine for an ephemeral port
-          ...(portKey === undefined ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: '' }] } }),
+          ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: '' }] } }),
         },
         NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: [...(spec.aliases ?? [])] } } },
       });
@@ -325,6 +341,7 @@ export class DockerRuntime implements Runtime {
       port,
       hostPort: binding === undefined || binding.HostPort === '' ? null : Number(binding.HostPort),
       networkAddress: network === undefined || network.IPAddress === '' ? null : network.IPAddress,
+      networks: Object.fromEntries(Object.entries(networks).flatMap(([name, n]) => (n === undefined || n.IPAddress === '' ? [] : [[name, n.IPAddress]]))),
       cpu: (i.HostConfig.NanoCpus ?? 0) > 0 ? (i.HostConfig.NanoCpus ?? 0) / 1e9 : null,
       memoryBytes: (i.HostConfig.Memory ?? 0) > 0 ? (i.HostConfig.Memory ?? 0) : null,
       owner: ownerOf(labels),

@@ -1,0 +1,98 @@
+// The deploy engine of a test server, as `slipway serve --engine docker` composes it: the real
+// Docker runtime, a real router driver on a free loopback port and an Orchestrator with short
+// poll and reconcile periods. Everything it makes carries the server's instance label and is
+// purged by close().
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { GitSource, type GitHubApp } from '../../src/build/index.js';
+import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchestrator.js';
+import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceId } from '../../src/store/db.js';
+import type { TestServer } from './harness.js';
+import { ensureBaseImage } from './images.js';
+import { freePort } from './process.js';
+
+export interface TestEngine {
+  orchestrator: Orchestrator;
+  router: RouterDriver;
+  routerPort: number;
+  /** the local base image every generated Dockerfile starts from */
+  base: string;
+  runtime: DockerRuntime;
+  /** shuts the engine down and purges its containers, networks and images */
+  close(): Promise<void>;
+}
+
+export interface TestEngineOptions {
+  gitBaseUrl: string;
+  githubApp?: GitHubApp;
+  driver?: 'nginx' | 'node';
+  log?: OrchestratorOptions['log'];
+  /** any other orchestrator option (upstream mode, shutdown grace, …) */
+  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs'>>;
+}
+
+const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
+
+export async function startTestEngine(s: TestServer, opts: TestEngineOptions): Promise<TestEngine> {
+  const base = await ensureBaseImage();
+  const routerPort = await freePort();
+  const workDir = mkdtempSync(join(tmpdir(), 'slipway-engine-'));
+  const runtime = new DockerRuntime({ docker: new Docker() });
+  const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
+  const instance = await instanceId(s.store);
+  const orchestrator = new Orchestrator({
+    deps: s.deps,
+    queue: s.services.queue,
+    buildLog: s.services.buildLog,
+    envVars: s.services.envVars,
+    runtime,
+    router,
+    git: new GitSource({ baseUrl: opts.gitBaseUrl }),
+    githubApp: opts.githubApp,
+    baseImages: { node: base, go: base, python: base, static: base },
+    workDir: join(workDir, 'checkouts'),
+    concurrency: 2,
+    healthTimeoutMs: 30_000,
+    leaseMs: 60_000,
+    log: opts.log ?? quiet,
+    instanceId: instance,
+    pollMs: 200,
+    reconcileEveryMs: 1000,
+    ...opts.tune,
+  });
+  s.services.engine = orchestrator;
+  await orchestrator.start();
+  return {
+    orchestrator,
+    router,
+    routerPort,
+    base,
+    runtime,
+    close: async () => {
+      await orchestrator.shutdown();
+      await runtime.purge({ labels: { 'slipway.instance': instance } });
+      rmSync(workDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** GET `path` through the router with a Host header, on a fresh connection each time. */
+export function viaRouter(port: number, host: string, path = '/'): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
