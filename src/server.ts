@@ -5,6 +5,8 @@ import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { LEASE_MS, type Services } from './api/services.js';
 import { GitHubApp, GitSource } from './build/index.js';
+import { idleEngine } from './deploy/deploy.service.js';
+import { Leadership } from './deploy/leadership.js';
 import { Orchestrator } from './deploy/orchestrator.js';
 import { createRouterDriver } from './router/index.js';
 import { DockerRuntime } from './runtime/docker/docker.runtime.js';
@@ -119,6 +121,52 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   return orchestrator;
 }
 
+/** How long the deploy engine's lease lasts without renewal (renewed every third of it). */
+const ENGINE_LEASE_MS = 30_000;
+/** How often a standby process asks for the lease. */
+const STANDBY_RETRY_MS = 5_000;
+
+/**
+ * At most one process per store runs the deploy engine: it holds the store's `deploy-engine`
+ * lease (src/deploy/leadership.ts). The start that gets the lease starts the engine before the
+ * API listens, so a broken engine stops the start. A process that finds the lease held serves
+ * the API as a standby (deployments queue for the leader) and takes the engine over when the
+ * lease is released or runs out; a leader that loses its lease shuts its engine down.
+ */
+async function runEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<{ stop(): Promise<void> }> {
+  const leadership = new Leadership({ store: deps.store, clock: deps.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${deps.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
+  let engine: Orchestrator | null = null;
+  const elect = async () => {
+    engine ??= await startEngine(config, deps, services, log);
+  };
+  if (await leadership.tryAcquire()) {
+    try {
+      await elect();
+    } catch (err) {
+      await leadership.release();
+      throw err;
+    }
+  } else {
+    const current = await leadership.holder();
+    log.warn({ holder: current?.holder, until: current?.expiresAt }, 'standby: another Slipway process runs the deploy engine on this store; this one serves the API and takes the engine over when that one stops');
+  }
+  const campaign = leadership.lead({
+    onElected: async () => {
+      if (engine === null) log.info({}, 'taking over the deploy engine');
+      await elect();
+    },
+    onDeposed: async () => {
+      const stopping = engine;
+      engine = null;
+      services.engine = idleEngine;
+      await stopping?.shutdown();
+    },
+    renewEveryMs: ENGINE_LEASE_MS / 3,
+    retryEveryMs: STANDBY_RETRY_MS,
+  });
+  return { stop: () => campaign.stop() };
+}
+
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
@@ -136,12 +184,12 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
     // is created, or it would never be shown.
-    const engine = config.engine === 'docker' ? await startEngine(config, deps, services, app.log) : null;
+    const engine = config.engine === 'docker' ? await runEngine(config, deps, services, app.log) : null;
     let url: string;
     try {
       url = await app.listen({ host: config.listen.host, port: config.listen.port });
     } catch (err) {
-      await engine?.shutdown();
+      await engine?.stop();
       await app.close();
       throw new StartError(`cannot listen on ${config.listen.host}:${config.listen.port.toString()}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
     }
@@ -152,7 +200,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       url,
       bootstrapped,
       close: async () => {
-        await engine?.shutdown();
+        await engine?.stop();
         await app.close();
         await store.close();
       },

@@ -193,9 +193,19 @@ export interface DB {
   wallet_transactions: WalletTransactionsTable;
   deployment_logs: DeploymentLogsTable;
   meta: MetaTable;
+  leases: LeasesTable;
 }
 
 export interface MetaTable {
   key: string;
   value: string;
+}
+
+/** A named lease: `holder` does the lease's work until `expires_at` unless it renews it. */
+export interface LeasesTable {
+  name: string;
+  holder: string;
+  expires_at: string;
+  /** when the current holder took the lease; renewals keep it */
+  acquired_at: string;
 }

@@ -1,0 +1,163 @@
+// Two `slipway serve --engine docker` processes on one store (here the same SQLite data
+// directory): only one runs the deploy engine, the other serves the API as a standby, and takes
+// the engine (and the nginx router it leaves running) over when the first one stops. The apps
+// answer through the router all along.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { createStore, instanceId } from '../../src/store/db.js';
+import Docker from 'dockerode';
+import { RepoRoot, type TestRepo } from '../factories/git-server.js';
+import { ensureBaseImage } from '../factories/images.js';
+import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+
+interface Envelope<T> {
+  success: boolean;
+  data?: T;
+  error?: string;
+}
+interface Deployment {
+  id: string;
+  status: string;
+  error: string | null;
+}
+
+const HOST = 'hello-default.localhost';
+const PROJECT = '/api/workspaces/default/projects/hello';
+
+function viaRouter(port: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host: HOST }, agent: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', (err) => {
+      resolve({ status: 0, body: err.message });
+    });
+    req.end();
+  });
+}
+
+const app = (base: string, text: string) => ({
+  Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+  'index.html': `${text}\n`,
+});
+
+describe('two Slipway processes on one store: one engine, one standby that takes over', () => {
+  let base: string;
+  let root: RepoRoot;
+  let repo: TestRepo;
+  let dataDir: string;
+  let routerPort: number;
+  let key = '';
+  const procs: { proc: SlipwayProcess; api: string }[] = [];
+
+  async function serve(): Promise<{ proc: SlipwayProcess; api: string }> {
+    const port = await freePort();
+    const api = `http://127.0.0.1:${port.toString()}`;
+    const proc = startSlipway([
+      'serve',
+      '--listen', `127.0.0.1:${port.toString()}`,
+      '--router-listen', `127.0.0.1:${routerPort.toString()}`,
+      '--router', 'nginx',
+      '--data-dir', dataDir,
+      '--git-base-url', root.fileUrl,
+      '--log-level', 'info',
+    ], { SLIPWAY_ENGINE: 'docker' });
+    await waitHealthy(proc, api);
+    const started = { proc, api };
+    procs.push(started);
+    return started;
+  }
+
+  async function call<T>(api: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
+    const headers: Record<string, string> = { 'x-api-key': key };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return { status: res.status, body: (await res.json()) as Envelope<T> };
+  }
+
+  async function deployVia(api: string, proc: SlipwayProcess): Promise<Deployment> {
+    const queued = await call<Deployment>(api, 'POST', `${PROJECT}/deploy`);
+    expect(queued.status).toBe(202);
+    return waitFor('the deployment to settle', async () => {
+      const d = (await call<Deployment>(api, 'GET', `${PROJECT}/deployments/${queued.body.data?.id ?? ''}`)).body.data;
+      return d === undefined || ['queued', 'building', 'deploying'].includes(d.status) ? undefined : d;
+    }, proc, 120_000);
+  }
+
+  beforeAll(async () => {
+    assertBuilt();
+    base = await ensureBaseImage();
+    root = await RepoRoot.create();
+    repo = await root.repo('acme/hello');
+    await repo.commit('v1', app(base, 'hello v1'));
+    dataDir = mkdtempSync(join(tmpdir(), 'slipway-standby-'));
+    chmodSync(dataDir, 0o755);
+    routerPort = await freePort();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const { proc } of procs) await proc.stop('SIGTERM');
+    await killAll();
+    const store = await createStore(join(dataDir, 'slipway.db'));
+    const id = await instanceId(store);
+    const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
+    await store.close();
+    const docker = new Docker();
+    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
+    if (workspace !== undefined) {
+      for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
+        await docker.getNetwork(n.Id).remove().catch(() => undefined);
+      }
+    }
+    await root.dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('the standby queues work for the leader, then takes the engine and the router over without a failed request', async () => {
+    const a = await serve();
+    key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(a.proc.stdout())?.[0], a.proc);
+    expect((await call(a.api, 'POST', '/api/workspaces/default/projects', { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' })).status).toBe(201);
+    expect((await call(a.api, 'POST', `${PROJECT}/git`, { repo_full_name: 'acme/hello' })).status).toBe(201);
+    expect(await deployVia(a.api, a.proc)).toMatchObject({ status: 'running', error: null });
+
+    // A second process on the same store starts as a standby: no engine, no router of its own.
+    const b = await serve();
+    await waitFor('the standby to say so', () => (b.proc.stdout().includes('standby: another Slipway process runs the deploy engine') ? true : undefined), b.proc);
+    // A deployment asked of the standby is built and rolled out by the leader.
+    await repo.commit('v2', app(base, 'hello v2'));
+    expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
+
+    // The leader stops: the standby takes over, adopting the nginx the leader left serving.
+    const answers: { status: number; body: string }[] = [];
+    const probing = { on: true };
+    const prober = (async () => {
+      while (probing.on) {
+        answers.push(await viaRouter(routerPort));
+        await sleep(50);
+      }
+    })();
+    try {
+      expect(await a.proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+      await waitFor('the standby to take the engine over', () => (b.proc.stdout().includes('taking over the deploy engine') ? true : undefined), b.proc, 30_000);
+      await repo.commit('v3', app(base, 'hello v3'));
+      expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
+    } finally {
+      probing.on = false;
+      await prober;
+    }
+    expect(answers.length).toBeGreaterThan(10);
+    expect(answers.filter((r) => r.status !== 200)).toEqual([]);
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v3\n' });
+  }, 300_000);
+});
