@@ -4,7 +4,7 @@ import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, t
 import { iso } from '../domain/clock.js';
 import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
-import type { EnvService } from '../env/env.service.js';
+import { UnreadableSecretError, type EnvService } from '../env/env.service.js';
 import { defaultDomain, type ProjectRow } from '../projects/resolve.js';
 import { ramBytes } from '../projects/resources.js';
 import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js';
@@ -447,7 +447,11 @@ export class Orchestrator implements Engine {
   }
 
   private async envOf(project: ProjectRow): Promise<Record<string, string>> {
-    return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
+    try {
+      return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
+    } catch (err) {
+      throw err instanceof UnreadableSecretError ? new DeployFailure(err.message) : err;
+    }
   }
 
   /** `network` is the workspace's, `ws-<slug>`: the callers already know the slug. */

@@ -7,6 +7,14 @@ import { isUniqueViolation, lockClause } from '../store/dialects.js';
 import type { DB, EnvVarsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 
+/** A secret variable sealed under another key: a deployment cannot start with it. */
+export class UnreadableSecretError extends Error {
+  constructor(readonly key: string) {
+    super(`The secret variable ${key} cannot be decrypted with this installation's secret key file (was it replaced?); set its value again.`);
+    this.name = 'UnreadableSecretError';
+  }
+}
+
 /** A name a POSIX shell accepts: a letter or underscore, then letters, digits and underscores. */
 export const ENV_KEY_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const MAX_ENV_KEY_LENGTH = 256;
@@ -111,7 +119,10 @@ export class EnvService {
         throw invalid(`Give a new "value" to make the secret "${row.key}" non-secret; its current value is never revealed.`);
       }
       const current = this.plaintext(project.id, row);
-      const value = input.value ?? current;
+      if (current === null && input.value === undefined) {
+        throw conflict(`The secret "${row.key}" cannot be decrypted with this installation's secret key (was the key file replaced?); give it a new "value".`);
+      }
+      const value = input.value ?? current ?? '';
       if (value === current && secret === wasSecret) return envView(row);
       const patch = {
         value: secret ? this.seal(project.id, row.key, value) : value,
@@ -177,10 +188,20 @@ export class EnvService {
     });
   }
 
-  /** Every variable of the project with secrets opened: what a deployment injects into its containers. */
+  /**
+   * Every variable of the project with secrets opened: what a deployment injects into its
+   * containers. Throws UnreadableSecretError, naming the variable, for a secret this
+   * installation's key cannot open.
+   */
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
     const rows = await this.rowsOf(this.deps.store.db, projectId);
-    return Object.fromEntries(rows.map((row) => [row.key, this.plaintext(projectId, row)]));
+    return Object.fromEntries(
+      rows.map((row) => {
+        const value = this.plaintext(projectId, row);
+        if (value === null) throw new UnreadableSecretError(row.key);
+        return [row.key, value];
+      }),
+    );
   }
 
   /**
@@ -220,7 +241,8 @@ export class EnvService {
     return this.deps.secrets.seal(value, `env:${projectId}:${key}`);
   }
 
-  private plaintext(projectId: string, row: EnvRow): string {
-    return row.is_secret === 1 ? this.deps.secrets.open(row.value, `env:${projectId}:${row.key}`) : row.value;
+  /** null for a secret this installation's key cannot open (sealed under another key file) */
+  private plaintext(projectId: string, row: EnvRow): string | null {
+    return row.is_secret === 1 ? this.deps.secrets.tryOpen(row.value, `env:${projectId}:${row.key}`) : row.value;
   }
 }

@@ -24,6 +24,15 @@ export class SecretBox {
     return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':');
   }
 
+  /** The plaintext, or null when the value was sealed with another key or context, or was altered. */
+  tryOpen(sealed: string, context: string): string | null {
+    try {
+      return this.open(sealed, context);
+    } catch {
+      return null;
+    }
+  }
+
   /** Throws when the value was sealed with another key or context, or was altered. */
   open(sealed: string, context: string): string {
     const [version, iv, tag, body] = sealed.split(':');

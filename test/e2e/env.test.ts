@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { systemRandom } from '../../src/domain/clock.js';
+import { SecretBox } from '../../src/secrets/secret-box.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
@@ -385,6 +387,32 @@ describe.each(STORE_KINDS)('project environment variables on %s', (kind) => {
     expect(env).toEqual({ EMPTY_SECRET: '', PLAIN: 'p', SECRET: secret, ['__proto__']: 'not a prototype' });
     expect(Object.getPrototypeOf(env)).toBe(Object.prototype);
     expect(await s.services.envVars.resolvedFor((await makeProject(s, w)).id)).toEqual({});
+  });
+
+  it('copes with a secret sealed under another key file: 409 until a new value, bulk overwrites it, resolving for a deploy names it', async () => {
+    const p = await makeProject(s, w);
+    const a = await created(p, { key: 'FOREIGN_A', value: marker('a'), is_secret: true });
+    const b = await created(p, { key: 'FOREIGN_B', value: marker('b'), is_secret: true });
+    // as if the secret key file had been replaced: the stored values are sealed under another key
+    const other = new SecretBox(randomBytes(32), systemRandom);
+    for (const v of [a, b]) {
+      await s.store.db.updateTable('env_vars').set({ value: other.seal('old', `env:${p.id}:${v.key}`) }).where('id', '=', v.id).execute();
+    }
+    await expect(s.services.envVars.resolvedFor(p.id)).rejects.toThrow(/FOREIGN_A cannot be decrypted with this installation's secret key file/);
+
+    const plainOnly = await update(p, a.id, { is_secret: false });
+    expect(plainOnly.status, plainOnly.text).toBe(400);
+    const sameSecrecy = await update(p, a.id, { is_secret: true });
+    expect(sameSecrecy.status, sameSecrecy.text).toBe(409);
+    expect(sameSecrecy.body.error).toMatch(/"FOREIGN_A" cannot be decrypted .* give it a new "value"/);
+    const fresh = marker('fresh');
+    const replaced = await update(p, a.id, { value: fresh });
+    expect(replaced.status, replaced.text).toBe(200);
+    expect(replaced.body.data).toMatchObject({ key: 'FOREIGN_A', value: '', is_secret: true });
+
+    const counted = await bulk(p, { variables: { FOREIGN_B: 'new b' } });
+    expect(counted.body.data).toEqual({ created: 0, updated: 1, deleted: 0 });
+    expect(await s.services.envVars.resolvedFor(p.id)).toEqual({ FOREIGN_A: fresh, FOREIGN_B: 'new b' });
   });
 
   it('goes with its project', async () => {

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemRandom } from '../../src/domain/clock.js';
+import { SecretBox } from '../../src/secrets/secret-box.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
@@ -101,6 +104,19 @@ describe.each(STORE_KINDS)('uptime monitor settings on %s', (kind) => {
     expect(s.deps.secrets.open(sealed, `uptime:${p.id}`)).toBe(WEBHOOK);
     // Bound to its project: the sealed value does not open for another one.
     expect(() => s.deps.secrets.open(sealed, 'uptime:another-project')).toThrow();
+  });
+
+  it('shows a webhook sealed under another key file as unset, until a new one is PUT', async () => {
+    const p = await makeProject(s, w);
+    await put(p, { chat_webhook_url: WEBHOOK, notify_email: 'ops@example.com' });
+    const other = new SecretBox(randomBytes(32), systemRandom);
+    await s.store.db.updateTable('uptime_monitors').set({ chat_webhook_url: other.seal(WEBHOOK, `uptime:${p.id}`) }).where('project_id', '=', p.id).execute();
+    const shown = await get(p);
+    expect(shown.status, shown.text).toBe(200);
+    expect(shown.body.data).toMatchObject({ chat_webhook_url: null, notify_email: 'ops@example.com' });
+    const replaced = await put(p, { chat_webhook_url: `${WEBHOOK}/new` });
+    expect(replaced.status, replaced.text).toBe(200);
+    expect((await get(p)).body.data?.chat_webhook_url).toBe(`${WEBHOOK}/new`);
   });
 
   it('clears the webhook and the e-mail address with null', async () => {
