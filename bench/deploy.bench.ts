@@ -168,8 +168,17 @@ async function main(): Promise<void> {
         const d = await s.request<{ status: string; error: string | null }>('GET', `/api/workspaces/default/projects/${PROJECT}/deployments/${id}`);
         throw new Error(`${String(err)}; deployment ${d.data?.status ?? '?'}: ${d.data?.error ?? ''}`);
       });
-      const d = await s.request<{ status: string; started_at: string | null; error: string | null }>('GET', `/api/workspaces/default/projects/${PROJECT}/deployments/${id}`);
-      if (d.data?.status !== 'running') throw new Error(`deployment ${id} is ${d.data?.status ?? '?'}: ${d.data?.error ?? ''}`);
+      // The router serves the new page a moment before the deployment is marked running (the switch comes first).
+      const settledDeployment = async () => {
+        const d = await s.request<{ status: string; started_at: string | null; error: string | null }>('GET', `/api/workspaces/default/projects/${PROJECT}/deployments/${id}`);
+        return d.data?.status === 'deploying' ? undefined : d;
+      };
+      let d = await settledDeployment();
+      for (let i = 0; d === undefined && i < 100; i++) {
+        await new Promise((res) => setTimeout(res, 20));
+        d = await settledDeployment();
+      }
+      if (d?.data?.status !== 'running') throw new Error(`deployment ${id} is ${d?.data?.status ?? 'deploying'}: ${d?.data?.error ?? ''}`);
       // The old deployment's containers are stopped after the switch: wait until only the new one
       // is left, so that the next measurement (either side) starts on a quiet engine.
       await pollUntil('the previous deployment to retire', async () => {

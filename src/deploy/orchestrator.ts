@@ -60,7 +60,7 @@ const PROJECT_LABEL = 'slipway.image.project';
 /** A container restarted this often by the engine, and not running now, is crash-looping. */
 const CRASH_LOOP_RESTARTS = 3;
 /** How often a starting container is asked whether it answers yet. */
-const HEALTH_POLL_MS = 50;
+const HEALTH_POLL_MS = 20;
 
 /** A failure whose sentence is meant for the user (the deployment's `error`). */
 class DeployFailure extends Error {}
@@ -350,7 +350,7 @@ export class Orchestrator implements Engine {
       for (let i = 0; i < project.replicas; i++) {
         started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network));
       }
-      await this.waitHealthy(started, say, this.interrupting.signal);
+      const healthy = await this.waitHealthy(started, say, this.interrupting.signal);
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
@@ -358,7 +358,7 @@ export class Orchestrator implements Engine {
       const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
       const previous = await this.withProjectLock(project.id, async () => {
         const running = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
-        await this.refreshRoutes(project.id, d.id);
+        await this.route(project.id, this.upstreamsFrom(healthy));
         say(`Deployment is live at ${url}.`);
         await flush();
         const live = await queue.advance(d.id, worker, { kind: 'healthy' });
@@ -473,8 +473,10 @@ export class Orchestrator implements Engine {
     });
   }
 
-  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<void> {
+  /** Resolves with the containers as they were when each answered. */
+  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<ContainerInfo[]> {
     const deadline = Date.now() + this.o.healthTimeoutMs;
+    const healthy: ContainerInfo[] = [];
     for (const c of containers) {
       for (;;) {
         if (signal?.aborted === true) throw new DeployFailure(INTERRUPTED);
@@ -486,6 +488,7 @@ export class Orchestrator implements Engine {
         const target = addressOf(now, this.upstreamMode);
         if (target !== null && (await answers(target))) {
           say?.(`${c.name} answers on port ${String(now.port)}.`);
+          healthy.push(now);
           break;
         }
         if (Date.now() > deadline) {
@@ -494,6 +497,7 @@ export class Orchestrator implements Engine {
         await sleep(HEALTH_POLL_MS, signal);
       }
     }
+    return healthy;
   }
 
   private async removeContainers(selector: { project: string; deployment?: string }): Promise<void> {
@@ -507,12 +511,11 @@ export class Orchestrator implements Engine {
   }
 
   /**
-   * Point the project's hosts at the running containers of its serving deployment (or of
-   * `deploymentId`, the one about to take over); no upstream means the router answers 503.
+   * Point the project's hosts at the running containers of its serving deployment; no upstream
+   * means the router answers 503. (A rollout's switch routes its healthy containers directly.)
    */
-  private async refreshRoutes(projectId: string, deploymentId?: string): Promise<void> {
-    const db = this.o.deps.store.db;
-    const serving = deploymentId ?? (await servingDeployment(db, projectId))?.id;
+  private async refreshRoutes(projectId: string): Promise<void> {
+    const serving = (await servingDeployment(this.o.deps.store.db, projectId))?.id;
     await this.route(projectId, serving === undefined ? null : await this.upstreamsOf(projectId, serving));
   }
 
