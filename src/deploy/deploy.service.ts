@@ -99,7 +99,9 @@ export class DeployService {
   async rollback(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
     const target = await this.find(project.id, id);
-    if (target.image === null) throw conflict('That deployment never produced an image, so there is nothing to roll back to.');
+    if (target.image === null) {
+      throw conflict('That deployment has no image to roll back to: it never produced one, or its image was removed (a project keeps the images of its newest deployments only, see --keep-images). Deploy its commit again instead.');
+    }
     await this.wallets.requireFunds(project.workspace_id);
     return this.enqueue({ projectId: project.id, source: 'rollback', image: target.image, branch: target.branch, commitSha: target.commit_sha, commitMessage: target.commit_message });
   }

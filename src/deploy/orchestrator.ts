@@ -51,6 +51,12 @@ export interface OrchestratorOptions {
   upstreamMode?: UpstreamMode;
   /** Slipway's own container, when it runs in one: joined to every workspace network (`network` mode) */
   self?: string | undefined;
+  /**
+   * Images kept per project besides those of deployments in progress or running: the newest
+   * `keep` deployments' images (rollback targets); the others are removed every `everyMs` by the
+   * reconciler. Default: 5, every minute.
+   */
+  imageRetention?: { keep: number; everyMs: number };
 }
 
 export type UpstreamMode = 'published' | 'network';
@@ -143,6 +149,7 @@ export class Orchestrator implements Engine {
   }
 
   private readonly labels: Record<string, string>;
+  private lastImageSweep = 0;
   /** workspace networks Slipway's own container was attached to */
   private readonly joined = new Set<string>();
 
@@ -196,7 +203,9 @@ export class Orchestrator implements Engine {
     const workers = Promise.allSettled(this.loops);
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<'grace over'>((resolve) => {
-      timer = setTimeout(() => resolve('grace over'), this.o.shutdownGraceMs ?? 30_000);
+      timer = setTimeout(() => {
+        resolve('grace over');
+      }, this.o.shutdownGraceMs ?? 30_000);
     });
     if ((await Promise.race([workers, graceOver])) === 'grace over') {
       this.o.log.warn({ graceMs: this.o.shutdownGraceMs ?? 30_000 }, 'shutdown: interrupting the deployments still in progress');
@@ -666,6 +675,44 @@ export class Orchestrator implements Engine {
       });
     }
     await this.syncRoutes();
+    const retention = this.o.imageRetention ?? { keep: 5, everyMs: 60_000 };
+    if (Date.now() - this.lastImageSweep >= retention.everyMs) {
+      this.lastImageSweep = Date.now();
+      await this.sweepImages(retention.keep);
+    }
+  }
+
+  /**
+   * Removes the images no deployment needs: a project keeps the images of its deployments in
+   * progress or running and of its `keep` newest deployments (rollback targets); images of
+   * deleted projects go too. A removed image's deployments show `image: null` from then on.
+   */
+  private async sweepImages(keep: number): Promise<void> {
+    const { deps, runtime } = this.o;
+    const db = deps.store.db;
+    const rows = await db.selectFrom('deployments').select(['project_id', 'image', 'status']).where('image', 'is not', null).orderBy('created_at', 'desc').execute();
+    const needed = new Set<string>();
+    const seen = new Map<string, number>();
+    for (const r of rows) {
+      const n = (seen.get(r.project_id) ?? 0) + 1;
+      seen.set(r.project_id, n);
+      if (r.image !== null && (n <= keep || ['queued', 'building', 'deploying', 'running'].includes(r.status))) needed.add(r.image);
+    }
+    const removed: string[] = [];
+    for (const image of await runtime.listImages({ labels: this.labels })) {
+      if (image.tags.length === 0 || image.tags.some((t) => needed.has(t))) continue;
+      try {
+        for (const tag of image.tags) await runtime.removeImage(tag);
+        removed.push(...image.tags);
+      } catch (err) {
+        // still used by a container (a rollout that began since the read): the next sweep decides again
+        this.o.log.warn({ err, image: image.tags[0] }, 'an unneeded image could not be removed');
+      }
+    }
+    if (removed.length > 0) {
+      this.o.log.info({ images: removed.length }, 'removed images no deployment needs');
+      await db.updateTable('deployments').set({ image: null }).where('image', 'in', removed).where('status', 'not in', ['queued', 'building', 'deploying', 'running']).execute();
+    }
   }
 
   /**

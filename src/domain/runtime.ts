@@ -220,6 +220,8 @@ export interface Runtime {
   /** Gives the image `source` the reference `target` (`repository:tag`). */
   tagImage(source: string, target: string): Promise<void>;
   inspectImage(ref: string): Promise<ImageInfo | null>;
+  /** The managed images the selector matches (its owner part matches image labels too). */
+  listImages(selector: Selector): Promise<ImageInfo[]>;
   /** Removes the reference (and the image when no other reference keeps it); false when absent. */
   removeImage(ref: string): Promise<boolean>;
 

@@ -33,7 +33,7 @@ export interface TestEngineOptions {
   driver?: 'nginx' | 'node';
   log?: OrchestratorOptions['log'];
   /** any other orchestrator option (upstream mode, shutdown grace, …) */
-  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs'>>;
+  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention'>>;
 }
 
 const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };

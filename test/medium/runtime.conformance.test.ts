@@ -433,6 +433,18 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       await expect(rt.tagImage(`slipway-test/none-${suite}:1`, extra)).rejects.toThrow();
     });
 
+    it('lists the managed images a selector matches, with their tags and labels', async () => {
+      const listed = await rt.listImages({ labels });
+      const app = listed.find((i) => i.tags.includes(appImage));
+      expect(app).toMatchObject({ id: (await rt.inspectImage(appImage))?.id, labels: expect.objectContaining(labels) as unknown });
+      expect(app?.createdAt.getTime()).toBeGreaterThan(Date.parse('2020-01-01'));
+      // the owner part of a selector matches the owner labels a build put on its image
+      const owned = await rt.listImages({ owner: { project: owner().project }, labels });
+      expect(owned.map((i) => i.tags).flat()).toEqual(expect.arrayContaining([appImage, `slipway-test/app-${suite}:lines`]));
+      expect(await rt.listImages({ owner: { project: `${owner().project}-other` }, labels })).toEqual([]);
+      expect(await rt.listImages({ labels: { [SUITE_LABEL]: `${suite}-none` } })).toEqual([]);
+    });
+
     it('purges everything that carries a label, and refuses an empty selector', async () => {
       await expect(rt.purge({})).rejects.toThrow();
       const purged = await rt.purge({ labels });

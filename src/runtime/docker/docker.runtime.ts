@@ -250,6 +250,17 @@ export class DockerRuntime implements Runtime {
     };
   }
 
+  async listImages(selector: Selector): Promise<ImageInfo[]> {
+    const found = await this.docker.listImages({ filters: { label: labelFilter(selector) } });
+    return found.map((i) => ({
+      id: i.Id,
+      tags: (orNull(i.RepoTags) ?? []).filter((t) => t !== '<none>:<none>'),
+      labels: orNull<Labels>(i.Labels) ?? {},
+      createdAt: new Date(i.Created * 1000),
+      sizeBytes: i.Size,
+    }));
+  }
+
   async removeImage(ref: string): Promise<boolean> {
     try {
       await this.docker.getImage(ref).remove();

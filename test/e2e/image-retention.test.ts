@@ -1,0 +1,107 @@
+// Image retention (`--keep-images`): the reconciler removes the images no deployment needs any
+// more, so builds do not fill the engine's disk; rollbacks within the kept ones still work.
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
+import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { waitFor } from '../factories/process.js';
+
+interface Deployment {
+  id: string;
+  status: string;
+  error: string | null;
+  image: string | null;
+}
+
+describe('keeping the images of the newest deployments only', () => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  let root: RepoRoot;
+  let repo: TestRepo;
+  let gitServer: GitServer;
+  let engine: TestEngine;
+  const docker = new Docker();
+  const project = () => `/api/workspaces/${w.slug}/projects/kept`;
+  const host = () => `kept-${w.slug}.apps.test`;
+  const page = (text: string) => ({ 'index.html': `${text}\n` });
+
+  async function settle(id: string): Promise<Deployment> {
+    return waitFor('the deployment to settle', async () => {
+      const d = (await s.request<Deployment>('GET', `${project()}/deployments/${id}`, { key: w.member.key })).body.data;
+      return d === undefined || ['queued', 'building', 'deploying'].includes(d.status) ? undefined : d;
+    }, undefined, 120_000);
+  }
+
+  async function deploy(): Promise<Deployment> {
+    const r = await s.request<Deployment>('POST', `${project()}/deploy`, { key: w.member.key });
+    expect(r.status, r.text).toBe(202);
+    return settle(r.body.data?.id ?? '');
+  }
+
+  const imageExists = async (ref: string) => (await docker.getImage(ref).inspect().then(() => true, () => false));
+  const deployment = async (id: string) => (await s.request<Deployment>('GET', `${project()}/deployments/${id}`, { key: w.member.key })).body.data;
+
+  beforeAll(async () => {
+    s = await startTestServer('sqlite');
+    w = await makeWorkspace(s);
+    root = await RepoRoot.create();
+    repo = await root.repo('acme/kept');
+    gitServer = await startGitServer({ root: root.dir });
+    engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { imageRetention: { keep: 2, everyMs: 0 } } });
+    await repo.commit('v1', {
+      Dockerfile: `FROM ${engine.base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+      ...page('kept v1'),
+    });
+    expect((await s.request('POST', `/api/workspaces/${w.slug}/projects`, { key: w.member.key, body: { name: 'kept', port: 8080, cpu: '0.25', ram: '0.125' } })).status).toBe(201);
+    expect((await s.request('POST', `${project()}/git`, { key: w.member.key, body: { repo_full_name: 'acme/kept' } })).status).toBe(201);
+  }, 120_000);
+
+  afterAll(async () => {
+    await engine.close();
+    await s.close();
+    await gitServer.close();
+    await root.dispose();
+  }, 60_000);
+
+  it('removes the images beyond the two newest deployments, and a rollback to one of them answers 409', async () => {
+    const deployed: Deployment[] = [];
+    deployed.push(await deploy());
+    for (const v of ['v2', 'v3', 'v4']) {
+      await repo.commit(v, page(`kept ${v}`));
+      deployed.push(await deploy());
+    }
+    expect(deployed.map((d) => d.status)).toEqual(['running', 'running', 'running', 'running']);
+    const images = deployed.map((d) => d.image ?? '');
+    expect(new Set(images).size).toBe(4);
+
+    // The reconciler (every second here) removes v1's and v2's images and says so on the deployments.
+    await waitFor('the old images to go', async () => ((await imageExists(images[0] ?? '')) || (await imageExists(images[1] ?? '')) ? undefined : true), undefined, 30_000);
+    expect(await imageExists(images[2] ?? '')).toBe(true);
+    expect(await imageExists(images[3] ?? '')).toBe(true);
+    expect((await deployment(deployed[0]?.id ?? ''))?.image).toBeNull();
+    expect((await deployment(deployed[1]?.id ?? ''))?.image).toBeNull();
+    expect((await deployment(deployed[2]?.id ?? ''))?.image).toBe(images[2]);
+
+    const refused = await s.request('POST', `${project()}/deployments/${deployed[0]?.id ?? ''}/rollback`, { key: w.member.key });
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.text).toMatch(/its image was removed/);
+
+    // A kept image rolls back; the rollback reuses it, so it stays needed.
+    const rolled = await s.request<Deployment>('POST', `${project()}/deployments/${deployed[2]?.id ?? ''}/rollback`, { key: w.member.key });
+    expect(rolled.status, rolled.text).toBe(202);
+    expect(await settle(rolled.body.data?.id ?? '')).toMatchObject({ status: 'running', image: images[2] });
+    expect(await viaRouter(engine.routerPort, host())).toEqual({ status: 200, body: 'kept v3\n' });
+    await new Promise((res) => setTimeout(res, 2_500));
+    expect(await imageExists(images[2] ?? '')).toBe(true);
+    expect(await imageExists(images[3] ?? '')).toBe(true);
+  });
+
+  it('removes the images of a deleted project', async () => {
+    const list = await s.request<{ deployments: Deployment[] }>('GET', `${project()}/deployments`, { key: w.member.key });
+    const kept = [...new Set((list.body.data?.deployments ?? []).map((d) => d.image).filter((i): i is string => i !== null))];
+    expect(kept.length).toBeGreaterThan(0);
+    expect((await s.request('DELETE', project(), { key: w.member.key })).status).toBe(200);
+    await waitFor('the deleted project\'s images to go', async () => ((await Promise.all(kept.map(imageExists))).some(Boolean) ? undefined : true), undefined, 30_000);
+  });
+});
