@@ -3,7 +3,8 @@
 # Each entry is "command:package". Without root or apt-get, say exactly what is missing.
 set -euo pipefail
 
-need=(git:git dockerd:docker.io busybox:busybox-static nginx:nginx-light pg_ctlcluster:postgresql)
+# pebble (pebble + pebble-challtestsrv) is the ACME CA of test/medium/acme.test.ts; openssl makes test certificates.
+need=(git:git dockerd:docker.io busybox:busybox-static nginx:nginx-light pg_ctlcluster:postgresql pebble:pebble openssl:openssl)
 missing=()
 for entry in "${need[@]}"; do
   cmd=${entry%%:*}

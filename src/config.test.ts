@@ -48,3 +48,37 @@ describe('trust-proxy', () => {
     expect(resolveConfig({ 'trust-proxy': '127.0.0.1, 10.0.0.0/8' }, {}, '/srv').trustProxy).toEqual(['127.0.0.1', '10.0.0.0/8']);
   });
 });
+
+describe('ACME (TLS)', () => {
+  it('is off by default, with the TLS listener at :8443 for when it is on', () => {
+    const c = resolveConfig({}, {}, '/srv');
+    expect(c.acme).toBeNull();
+    expect(c.routerTlsListen).toEqual({ host: '0.0.0.0', port: 8443 });
+  });
+
+  it('turns on with a directory URL, with an optional contact and CA file', () => {
+    const c = resolveConfig(
+      { 'acme-directory-url': 'https://acme.example.com/dir', 'router-tls-listen': ':443' },
+      { SLIPWAY_ACME_EMAIL: 'ops@example.com', SLIPWAY_ACME_CA_FILE: 'ca/root.pem' },
+      '/srv',
+    );
+    expect(c.acme).toEqual({ directoryUrl: 'https://acme.example.com/dir', email: 'ops@example.com', caFile: '/srv/ca/root.pem' });
+    expect(c.routerTlsListen).toEqual({ host: '0.0.0.0', port: 443 });
+    expect(resolveConfig({ 'acme-directory-url': 'https://acme.example.com/dir' }, {}, '/srv').acme).toEqual({ directoryUrl: 'https://acme.example.com/dir', email: null, caFile: null });
+  });
+
+  it('refuses a directory that is not https, a bad contact and a TLS port equal to the plain one', () => {
+    let err: unknown;
+    try {
+      resolveConfig({ 'acme-directory-url': 'http://acme.example.com/dir', 'acme-email': 'nobody', 'router-listen': ':8000', 'router-tls-listen': '127.0.0.1:8000' }, {}, '/srv');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems.join('\n');
+    expect(problems).toContain('--acme-directory-url must be an https:// URL');
+    expect(problems).toContain('--acme-email must be an e-mail address');
+    expect(problems).toContain("--router-tls-listen must be another port than the router's plain HTTP port 8000");
+    expect(() => resolveConfig({ 'router-tls-listen': 'nonsense' }, {}, '/srv')).toThrow(/--router-tls-listen must be \[host\]:port/);
+  });
+});

@@ -28,6 +28,10 @@ export interface Config {
   githubWebhookSecret: string;
   engine: 'docker' | 'none';
   router: 'auto' | 'nginx' | 'node';
+  /** where the router serves HTTPS; used only when ACME is on */
+  routerTlsListen: ListenAddress;
+  /** TLS for every routed host with certificates from an ACME CA; null: off (the default) */
+  acme: AcmeConfig | null;
   buildConcurrency: number;
   healthTimeoutMs: number;
   /** how long a stopping Slipway lets deployments in progress finish before interrupting them */
@@ -36,8 +40,17 @@ export interface Config {
   routerOnExit: 'keep' | 'stop';
   /** how the router reaches app containers: their port published on 127.0.0.1, or their workspace-network address */
   upstreamMode: 'published' | 'network';
+  /** images kept per project besides those running or in progress (rollback targets) */
+  keepImages: number;
   githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
+}
+
+export interface AcmeConfig {
+  directoryUrl: string;
+  email: string | null;
+  /** absolute path of a PEM bundle trusted for the directory, or null */
+  caFile: string | null;
 }
 
 /**
@@ -63,9 +76,14 @@ export const SETTINGS = [
   { flag: 'trust-proxy', env: 'SLIPWAY_TRUST_PROXY', def: '', help: 'comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed (empty: none)' },
   { flag: 'engine', env: 'SLIPWAY_ENGINE', def: 'docker', help: 'container engine that runs deployments: docker (DOCKER_HOST or /var/run/docker.sock), or none (API only: deployments queue)' },
   { flag: 'router', env: 'SLIPWAY_ROUTER', def: 'auto', help: 'router data plane: nginx, node (built-in proxy), or auto (nginx when installed)' },
+  { flag: 'acme-directory-url', env: 'SLIPWAY_ACME_DIRECTORY_URL', def: '', help: 'ACME directory of the CA that issues certificates for every routed host (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); empty: TLS off' },
+  { flag: 'acme-email', env: 'SLIPWAY_ACME_EMAIL', def: '', help: 'contact e-mail of the ACME account (expiry notices); empty: none' },
+  { flag: 'acme-ca-file', env: 'SLIPWAY_ACME_CA_FILE', def: '', help: 'PEM bundle trusted, besides the system CAs, for the ACME directory\'s HTTPS (a private CA); empty: system CAs only' },
+  { flag: 'router-tls-listen', env: 'SLIPWAY_ROUTER_TLS_LISTEN', def: ':8443', help: 'address where the router serves HTTPS when ACME is on, `[host]:port`' },
   { flag: 'build-concurrency', env: 'SLIPWAY_BUILD_CONCURRENCY', def: '2', help: 'deployments built and rolled out at once (one at a time per project)' },
   { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
   { flag: 'shutdown-grace', env: 'SLIPWAY_SHUTDOWN_GRACE', def: '30', help: 'seconds a stopping Slipway (SIGTERM, SIGINT) lets deployments in progress finish; then they are interrupted and fail' },
+  { flag: 'keep-images', env: 'SLIPWAY_KEEP_IMAGES', def: '5', help: 'images of the newest deployments each project keeps for rollbacks (besides running ones); older images are removed' },
   { flag: 'upstream-mode', env: 'SLIPWAY_UPSTREAM_MODE', def: 'published', help: 'how the router reaches apps: published (their port on 127.0.0.1) or network (their address on the workspace network, when Slipway runs in a container)' },
   { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
   { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
@@ -162,11 +180,32 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
   const adminEmail = raw('admin-email');
   if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
 
+  function acme(routerListen: ListenAddress, tlsListen: ListenAddress): AcmeConfig | null {
+    const directoryUrl = raw('acme-directory-url');
+    if (directoryUrl === '') return null;
+    let url: URL | undefined;
+    try {
+      url = new URL(directoryUrl);
+    } catch {
+      url = undefined;
+    }
+    if (url?.protocol !== 'https:') problems.push(`${where('acme-directory-url')} must be an https:// URL, like https://acme-v02.api.letsencrypt.org/directory (got "${directoryUrl}").`);
+    const email = raw('acme-email');
+    if (email !== '' && !/^[^@\s]+@[^@\s]+$/.test(email)) problems.push(`${where('acme-email')} must be an e-mail address (got "${email}").`);
+    if (tlsListen.port === routerListen.port && tlsListen.port !== 0) {
+      problems.push(`${where('router-tls-listen')} must be another port than the router's plain HTTP port ${routerListen.port.toString()}.`);
+    }
+    const caFile = raw('acme-ca-file');
+    return { directoryUrl, email: email === '' ? null : email, caFile: caFile === '' ? null : resolve(cwd, caFile) };
+  }
+
+  const routerListen = address('router-listen');
+  const routerTlsListen = address('router-tls-listen');
   const config: Config = {
     listen: address('listen'),
     dataDir,
     databaseUrl,
-    routerListen: address('router-listen'),
+    routerListen,
     appsDomain,
     gitBaseUrl,
     secretKeyFile: secret === '' ? join(dataDir, 'secret.key') : isAbsolute(secret) ? secret : resolve(cwd, secret),
@@ -180,11 +219,14 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     githubWebhookSecret: raw('github-webhook-secret'),
     engine: oneOf('engine', ['docker', 'none'] as const),
     router: oneOf('router', ['auto', 'nginx', 'node'] as const),
+    routerTlsListen,
+    acme: acme(routerListen, routerTlsListen),
     buildConcurrency: wholeNumber('build-concurrency', 1, 32),
     healthTimeoutMs: wholeNumber('health-timeout', 1, 3600) * 1000,
     shutdownGraceMs: wholeNumber('shutdown-grace', 0, 3600) * 1000,
     routerOnExit: oneOf('router-on-exit', ['keep', 'stop'] as const),
     upstreamMode: oneOf('upstream-mode', ['published', 'network'] as const),
+    keepImages: wholeNumber('keep-images', 1, 1000),
     githubApp: githubApp(),
     baseImages: {
       node: raw('base-image-node'),

@@ -8,7 +8,7 @@ import { GitHubApp, GitSource } from './build/index.js';
 import { idleEngine } from './deploy/deploy.service.js';
 import { Leadership } from './deploy/leadership.js';
 import { Orchestrator } from './deploy/orchestrator.js';
-import { createRouterDriver } from './router/index.js';
+import { createRouterDriver, type RouterDriver, type RouterLog } from './router/index.js';
 import { DockerRuntime } from './runtime/docker/docker.runtime.js';
 import { buildApp, type App } from './api/app.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
@@ -78,6 +78,42 @@ async function ownContainer(runtime: DockerRuntime, log: FastifyBaseLogger): Pro
   return undefined;
 }
 
+/**
+ * The router of the deploy engine. With ACME on (docs/router.md "TLS") it also listens for HTTPS,
+ * answers HTTP-01, and carries the certificate manager, which starts after the data plane and
+ * stops before it, inside the router's own start() and stop().
+ */
+export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
+  const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log };
+  const { acme } = config;
+  if (acme === null) return createRouterDriver(router);
+  let ca: string | undefined;
+  if (acme.caFile !== null) {
+    try {
+      ca = readFileSync(acme.caFile, 'utf8');
+    } catch (err) {
+      throw new StartError(`the ACME CA file ${acme.caFile} (--acme-ca-file) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+    }
+  }
+  // Loaded only with ACME on: the ACME client and its HTTP stack cost about 25 MiB of memory.
+  const { createAcmeRouter, markDomainVerified } = await import('./tls/index.js');
+  const acmeRouter = createAcmeRouter(
+    { ...router, tls: { listen: config.routerTlsListen } },
+    {
+      directoryUrl: acme.directoryUrl,
+      ...(acme.email === null ? {} : { email: acme.email }),
+      ...(ca === undefined ? {} : { ca }),
+      dir: join(config.dataDir, 'tls'),
+      clock: deps.clock,
+      log,
+      onCertificate: async (host) => {
+        if (await markDomainVerified(deps.store.db, host)) log.info({ host }, 'tls: custom domain verified (certificate issued)');
+      },
+    },
+  );
+  return acmeRouter.router;
+}
+
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
 async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
   const runtime = new DockerRuntime({ docker: new Docker() });
@@ -96,7 +132,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     buildLog: services.buildLog,
     envVars: services.envVars,
     runtime,
-    router: createRouterDriver({ driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log }),
+    router: await createRouter(config, deps, log),
     git: new GitSource({ baseUrl: config.gitBaseUrl }),
     githubApp,
     baseImages: config.baseImages,
@@ -106,6 +142,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     shutdownGraceMs: config.shutdownGraceMs,
     keepRouterOnExit: config.routerOnExit === 'keep',
     upstreamMode: config.upstreamMode,
+    imageRetention: { keep: config.keepImages, everyMs: 60_000 },
     self: config.upstreamMode === 'network' ? await ownContainer(runtime, log) : undefined,
     leaseMs: LEASE_MS,
     log,
@@ -119,6 +156,27 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   }
   services.engine = orchestrator;
   return orchestrator;
+}
+
+/**
+ * After a kill -9 on this machine the lease would block a restart for up to its ttl: a holder
+ * named after this host whose process no longer exists is taken over at once.
+ */
+async function takeOverFromDeadProcess(leadership: Leadership): Promise<boolean> {
+  const current = await leadership.holder();
+  const [host, pid] = current?.holder.split('/') ?? [];
+  if (current === null || host !== hostname() || pid === undefined || processExists(Number(pid))) return false;
+  return leadership.takeOver(current.holder);
+}
+
+function processExists(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** How long the deploy engine's lease lasts without renewal (renewed every third of it). */
@@ -139,7 +197,7 @@ async function runEngine(config: Config, deps: Deps, services: Services, log: Fa
   const elect = async () => {
     engine ??= await startEngine(config, deps, services, log);
   };
-  if (await leadership.tryAcquire()) {
+  if ((await leadership.tryAcquire()) || (await takeOverFromDeadProcess(leadership))) {
     try {
       await elect();
     } catch (err) {

@@ -86,6 +86,26 @@ export class Leadership {
     return row !== undefined;
   }
 
+  /**
+   * Take the lease from `dead`, a holder known to be gone (its process no longer exists), without
+   * waiting for it to expire. Only succeeds while `dead` still holds it: one statement, so two
+   * processes that both found it dead cannot both win.
+   */
+  async takeOver(dead: string): Promise<boolean> {
+    const { store, clock, name, holder, ttlMs } = this.o;
+    const now = clock.now();
+    const expiresAt = new Date(now.getTime() + ttlMs);
+    const rows = await store.db
+      .updateTable('leases')
+      .set({ holder, expires_at: iso(expiresAt), acquired_at: iso(now) })
+      .where('name', '=', name)
+      .where('holder', '=', dead)
+      .returning('holder')
+      .execute();
+    this.until = rows.length === 0 ? null : expiresAt;
+    return rows.length > 0;
+  }
+
   /** Give the lease up, if this process holds it, so that another can take it without waiting for it to expire. */
   async release(): Promise<void> {
     this.until = null;

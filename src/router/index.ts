@@ -1,17 +1,20 @@
 import type { Random } from '../domain/clock.js';
 import { nginxBinary, NginxDriver, NginxMissingError, type NginxDriverOptions } from './nginx.driver.js';
 import { NodeProxyDriver, type NodeProxyOptions } from './node-proxy.driver.js';
-import { silentLog, type ListenAddress, type RouterDriver, type RouterLog } from './router.js';
+import type { AcmeChallenges } from './acme-challenges.js';
+import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsOptions } from './router.js';
 
 export { RouteTable, normaliseHost, type Route, type Upstream, type ProjectRoutes } from './route-table.js';
-export { formatAddress, type ListenAddress, type RouterDriver, type RouterLog } from './router.js';
+export { formatAddress, silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
+export { AcmeChallenges, ACME_CHALLENGE_PATH } from './acme-challenges.js';
+export { checkCertificate } from './tls-certificates.js';
 export { NginxDriver, NginxMissingError, findNginx, type NginxDriverOptions } from './nginx.driver.js';
 export { NodeProxyDriver, type NodeProxyOptions } from './node-proxy.driver.js';
 
 /** `auto`: nginx where the binary exists, the Node proxy otherwise (DESIGN §2). */
 export type RouterDriverChoice = 'auto' | 'nginx' | 'node';
 
-type Shared = 'listen' | 'log' | 'scheme';
+type Shared = 'listen' | 'log' | 'scheme' | 'tls' | 'challenges';
 
 export interface RouterConfig {
   driver: RouterDriverChoice;
@@ -21,6 +24,10 @@ export interface RouterConfig {
   /** default: found on PATH or in /usr/sbin */
   nginxBinary?: string;
   scheme?: 'http' | 'https';
+  /** the HTTPS listener (ACME on); absent: nothing listens for TLS */
+  tls?: TlsOptions;
+  /** HTTP-01 answers the router serves on its plain listener (ACME on) */
+  challenges?: AcmeChallenges;
   log?: RouterLog;
   random?: Random;
   /** tuning of either driver (timeouts, workers, access log) */
@@ -49,7 +56,7 @@ export function createRouterDriver(cfg: RouterConfig): RouterDriver {
 }
 
 function nodeDriver(cfg: RouterConfig, log: RouterLog): NodeProxyDriver {
-  return new NodeProxyDriver({ ...cfg.node, listen: cfg.listen, scheme: cfg.scheme ?? 'http', log });
+  return new NodeProxyDriver({ ...cfg.node, listen: cfg.listen, scheme: cfg.scheme ?? 'http', ...acmeOptions(cfg), log });
 }
 
 function nginxDriver(cfg: RouterConfig, binary: string | undefined, log: RouterLog): NginxDriver {
@@ -59,10 +66,16 @@ function nginxDriver(cfg: RouterConfig, binary: string | undefined, log: RouterL
     dir: cfg.nginxDir,
     ...(binary === undefined ? {} : { binary }),
     scheme: cfg.scheme ?? 'http',
+    ...acmeOptions(cfg),
     log,
     ...(cfg.random === undefined ? {} : { random: cfg.random }),
   });
 }
+
+const acmeOptions = (cfg: RouterConfig): { tls?: TlsOptions; challenges?: AcmeChallenges } => ({
+  ...(cfg.tls === undefined ? {} : { tls: cfg.tls }),
+  ...(cfg.challenges === undefined ? {} : { challenges: cfg.challenges }),
+});
 
 /**
  * `--router-listen`: `:8000` (every interface), `127.0.0.1:8000`, `[::1]:8000`, or a bare port.

@@ -88,6 +88,46 @@ describe('renderNginxConfig', () => {
   });
 });
 
+describe('renderNginxConfig with TLS and HTTP-01 (ACME on)', () => {
+  const certs = '/var/lib/slipway/router/certs';
+  const tlsSettings: NginxConfigSettings = {
+    ...settings,
+    tls: { listen: { host: '127.0.0.1', port: 8443 }, files: new Map([['a.test', { certificate: `${certs}/a.test.0123456789abcdef.crt`, privateKey: `${certs}/a.test.0123456789abcdef.key` }]]) },
+    acmeResponder: { host: '127.0.0.1', port: 40123 },
+  };
+  const conf = renderNginxConfig(table, tlsSettings);
+
+  it('serves HTTPS only for the hosts with a certificate, and refuses the handshake for any other name', () => {
+    expect(conf).toMatch(/listen 127\.0\.0\.1:8443 ssl default_server;\s*server_name _;\s*ssl_reject_handshake on;/);
+    expect(conf).toMatch(/listen 127\.0\.0\.1:8443 ssl;\s*server_name a\.test;\s*ssl_certificate "\/var\/lib\/slipway\/router\/certs\/a\.test\.0123456789abcdef\.crt";\s*ssl_certificate_key "[^"]+\.key";\s*location \/ \{\s*proxy_pass http:\/\/slipway\.a\.test;/);
+    expect(conf.match(/listen 127\.0\.0\.1:8443 ssl;/g)).toHaveLength(1);
+    expect(conf).toContain('ssl_protocols TLSv1.2 TLSv1.3;');
+  });
+
+  it('says https in X-Forwarded-Proto on the TLS listener only', () => {
+    expect(conf).toMatch(/map \$https \$slipway_forwarded_proto \{\s*default http;\s*on https;\s*\}/);
+    expect(conf).toContain('proxy_set_header X-Forwarded-Proto $slipway_forwarded_proto;');
+  });
+
+  it('proxies /.well-known/acme-challenge/ to the responder on every plain server, the default one included', () => {
+    const plainServers = conf.split('server {').filter((b) => /listen 127\.0\.0\.1:8000/.test(b));
+    expect(plainServers).toHaveLength(4);
+    for (const b of plainServers) expect(b).toMatch(/location \^~ \/\.well-known\/acme-challenge\/ \{\s*proxy_pass http:\/\/127\.0\.0\.1:40123;/);
+    expect(conf.split('server {').filter((b) => b.includes(':8443') && b.includes('acme-challenge'))).toEqual([]);
+  });
+
+  it('renders none of it when ACME is off', () => {
+    const off = renderNginxConfig(table, settings);
+    expect(off).not.toContain('ssl');
+    expect(off).not.toContain('acme-challenge');
+  });
+
+  it('refuses a certificate file outside its certs directory', () => {
+    const evil = { ...tlsSettings, tls: { listen: { host: '127.0.0.1', port: 8443 }, files: new Map([['a.test', { certificate: '/etc/passwd', privateKey: `${certs}/k.key` }]]) } };
+    expect(() => renderNginxConfig(table, evil)).toThrow(/is not a file of/);
+  });
+});
+
 describe('parseListenAddress', () => {
   it('reads the --router-listen forms', () => {
     expect(parseListenAddress(':8000')).toEqual({ host: '0.0.0.0', port: 8000 });

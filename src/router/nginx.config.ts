@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { ACME_CHALLENGE_PATH } from './acme-challenges.js';
 import { PAGES, type RouterPage } from './pages.js';
 import { upstreamKey, type Route, type RouteTable } from './route-table.js';
 import { formatAddress, type ListenAddress } from './router.js';
@@ -24,6 +25,21 @@ export interface NginxConfigSettings {
   scheme: 'http' | 'https';
   /** temp-path directives exist only for the modules compiled in (`nginx -V`) */
   modules: { fastcgi: boolean; uwsgi: boolean; scgi: boolean };
+  /** the HTTPS listener and, per host, the certificate files it serves (ACME on); absent: no TLS */
+  tls?: NginxTls | undefined;
+  /** Slipway's HTTP-01 responder, which `/.well-known/acme-challenge/` is proxied to on the plain listener */
+  acmeResponder?: ListenAddress | undefined;
+}
+
+export interface NginxTls {
+  listen: ListenAddress;
+  /** host → files inside `<dir>/certs` (a host without an entry gets no HTTPS) */
+  files: ReadonlyMap<string, CertificateFiles>;
+}
+
+export interface CertificateFiles {
+  certificate: string;
+  privateKey: string;
 }
 
 export const nginxPaths = (dir: string) => ({
@@ -35,6 +51,8 @@ export const nginxPaths = (dir: string) => ({
   accessLog: join(dir, 'logs', 'access.log'),
   stderr: join(dir, 'logs', 'stderr.log'),
   temp: join(dir, 'temp'),
+  /** copies of the certificates nginx serves, named by content (`<host>.<hash>.crt|key`), 0700 */
+  certs: join(dir, 'certs'),
 });
 
 /** The unix socket path limit (sun_path) is 108 bytes on Linux, 104 on macOS. */
@@ -73,9 +91,9 @@ ${servers}
   }`;
 }
 
-function renderServer(route: Route, listen: string): string {
-  const body =
-    route.upstreams.length === 0
+/** A host's locations: the same on the plain and the TLS listener. */
+function renderLocations(route: Route): string {
+  return route.upstreams.length === 0
       ? `    location / {
       ${returnPage(PAGES.notRunning)}
     }`
@@ -86,11 +104,73 @@ function renderServer(route: Route, listen: string): string {
     location @slipway_502 {
       ${returnPage(PAGES.badGateway)}
     }`;
+}
+
+/** Proxied to Slipway's responder before any route applies, for every host (RFC 8555 §8.3). */
+function renderChallenge(responder: ListenAddress | undefined): string {
+  if (responder === undefined) return '';
+  return `
+    location ^~ ${ACME_CHALLENGE_PATH} {
+      proxy_pass http://${formatAddress(responder)};
+    }`;
+}
+
+function renderServer(route: Route, listen: string, responder: ListenAddress | undefined): string {
   return `  server {
     listen ${listen};
-    server_name ${route.host};
-${body}
+    server_name ${route.host};${renderChallenge(responder)}
+${renderLocations(route)}
   }`;
+}
+
+/** The path must stay inside the certs directory (it is quoted into the config). */
+function certPath(dir: string, file: string): string {
+  const certs = nginxPaths(dir).certs;
+  if (!file.startsWith(`${certs}/`) || !/^[a-z0-9.-]+$/.test(file.slice(certs.length + 1))) {
+    throw new Error(`The certificate file ${file} is not a file of ${certs}.`);
+  }
+  return q(file);
+}
+
+function renderTlsServer(route: Route, listen: string, files: CertificateFiles, dir: string): string {
+  return `  server {
+    listen ${listen} ssl;
+    server_name ${route.host};
+    ssl_certificate ${certPath(dir, files.certificate)};
+    ssl_certificate_key ${certPath(dir, files.privateKey)};
+${renderLocations(route)}
+  }`;
+}
+
+/** TLS settings and servers: a default server that refuses the handshake, then one server per host with a certificate. */
+function renderTls(routes: readonly Route[], s: NginxConfigSettings): { http: string; servers: string } {
+  if (s.tls === undefined) return { http: '', servers: '' };
+  const tls = s.tls;
+  const listen = formatAddress(tls.listen);
+  const served = routes.flatMap((r) => {
+    const files = tls.files.get(r.host);
+    return files === undefined ? [] : [renderTlsServer(r, listen, files, s.dir)];
+  });
+  return {
+    http: `
+  # HTTPS (ACME): TLS 1.2 and 1.3 only.
+  ssl_protocols TLSv1.2 TLSv1.3;
+  ssl_prefer_server_ciphers off;
+  ssl_session_cache shared:slipway_tls:10m;
+  ssl_session_timeout 1d;
+  ssl_session_tickets off;
+`,
+    servers: `
+  # TLS for a name without a certificate (or no SNI): the handshake fails, nothing is served.
+  server {
+    listen ${listen} ssl default_server;
+    server_name _;
+    ssl_reject_handshake on;
+  }
+
+${served.join('\n\n')}
+`,
+  };
 }
 
 export function renderNginxConfig(table: RouteTable, s: NginxConfigSettings): string {
@@ -98,6 +178,18 @@ export function renderNginxConfig(table: RouteTable, s: NginxConfigSettings): st
   const p = nginxPaths(s.dir);
   const listen = formatAddress(s.listen);
   const routes = table.routes();
+  const tls = renderTls(routes, s);
+  // With a TLS listener the scheme depends on the listener a request came in on.
+  const forwardedProto = s.tls === undefined ? s.scheme : '$slipway_forwarded_proto';
+  const protoMap =
+    s.tls === undefined
+      ? ''
+      : `
+  map $https $slipway_forwarded_proto {
+    default ${s.scheme};
+    on https;
+  }
+`;
   const temp = [
     `client_body_temp_path ${q(join(p.temp, 'client_body'))};`,
     `proxy_temp_path ${q(join(p.temp, 'proxy'))};`,
@@ -134,13 +226,13 @@ http {
     default upgrade;
     '' '';
   }
-
+${protoMap}${tls.http}
   proxy_http_version 1.1;
   proxy_set_header Host $http_host;
   proxy_set_header Upgrade $http_upgrade;
   proxy_set_header Connection $slipway_connection;
   proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-  proxy_set_header X-Forwarded-Proto ${s.scheme};
+  proxy_set_header X-Forwarded-Proto ${forwardedProto};
   proxy_set_header X-Forwarded-Host $http_host;
   # Streams (SSE, chunked responses, uploads) pass through as they come.
   proxy_buffering off;
@@ -156,14 +248,14 @@ ${routes.filter((r) => r.upstreams.length > 0).map(renderUpstream).join('\n\n')}
   # Hosts no project serves.
   server {
     listen ${listen} default_server;
-    server_name _;
+    server_name _;${renderChallenge(s.acmeResponder)}
     location / {
       ${returnPage(PAGES.unknownHost)}
     }
   }
 
-${routes.map((r) => renderServer(r, listen)).join('\n\n')}
-
+${routes.map((r) => renderServer(r, listen, s.acmeResponder)).join('\n\n')}
+${tls.servers}
   # The driver's own probe: which rendered config the workers that answer are running.
   server {
     listen ${q(`unix:${p.control}`)};

@@ -1,13 +1,16 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { chmod, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { delimiter, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { systemRandom, type Random } from '../domain/clock.js';
-import { assertSafeDir, nginxPaths, renderNginxConfig, type NginxConfigSettings } from './nginx.config.js';
+import type { AcmeChallenges } from './acme-challenges.js';
+import { AcmeResponder } from './acme-responder.js';
+import { assertSafeDir, nginxPaths, renderNginxConfig, type CertificateFiles, type NginxConfigSettings } from './nginx.config.js';
 import { RouteTable } from './route-table.js';
-import { silentLog, type ListenAddress, type RouterDriver, type RouterLog } from './router.js';
+import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
+import { checkCertificates, type CheckedCertificate } from './tls-certificates.js';
 
 /**
  * The production data plane: nginx run as a child process that Slipway supervises, with its
@@ -40,6 +43,10 @@ export interface NginxDriverOptions {
   stopTimeoutMs?: number;
   accessLog?: boolean;
   scheme?: 'http' | 'https';
+  /** the HTTPS listener, serving the hosts given to setCertificates(); absent: nothing listens for TLS */
+  tls?: TlsOptions;
+  /** HTTP-01 answers: nginx proxies `/.well-known/acme-challenge/` to a loopback responder serving them */
+  challenges?: AcmeChallenges;
   log?: RouterLog;
   random?: Random;
 }
@@ -107,6 +114,10 @@ export class NginxDriver implements RouterDriver {
   private readonly nonce: string;
   private queue: Promise<unknown> = Promise.resolve();
   private wanted: RouteTable = RouteTable.empty();
+  private certificates: ReadonlyMap<string, CheckedCertificate> = new Map();
+  /** whether apply() was called since start(): before it, an adopted nginx keeps its routes */
+  private applied = false;
+  private responder: AcmeResponder | undefined;
   private batch: Promise<{ drained: Promise<void> }> | undefined;
   private crashes = 0;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -145,6 +156,10 @@ export class NginxDriver implements RouterDriver {
       if (this.binary === undefined || !isExecutable(this.binary)) throw new NginxMissingError(this.binary);
       this.modules = await this.inspect(this.binary);
       await this.prepareDir();
+      if (this.opts.challenges !== undefined) {
+        this.responder = new AcmeResponder(this.opts.challenges);
+        await this.responder.start();
+      }
       const running = this.findRunning();
       if (running !== undefined) {
         this.adoptedMaster = true;
@@ -168,6 +183,7 @@ export class NginxDriver implements RouterDriver {
       this.state = 'stopped';
       if (this.master?.child !== undefined) await this.kill(this.master);
       this.master = undefined;
+      await this.responder?.stop();
       throw err;
     }
   }
@@ -175,10 +191,34 @@ export class NginxDriver implements RouterDriver {
   apply(table: RouteTable): Promise<void> {
     if (this.state !== 'started') return Promise.reject(new Error(`The nginx router is ${this.state}, not started: routes cannot be applied.`));
     this.wanted = table;
-    // Calls that arrive while a reload runs share the next one, which takes the latest table.
+    this.applied = true;
+    return this.switchSoon();
+  }
+
+  setCertificates(certificates: readonly TlsCertificate[]): Promise<void> {
+    if (this.state !== 'started') return Promise.reject(new Error(`The nginx router is ${this.state}, not started: certificates cannot be applied.`));
+    if (this.opts.tls === undefined) return Promise.reject(new Error('The nginx router has no TLS listener: certificates cannot be applied.'));
+    try {
+      // Checked here: a pair nginx refused would fail every later route change with it.
+      this.certificates = checkCertificates(certificates);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    // Before the first apply() there are no routes of ours to serve them with, and a reload
+    // would take an adopted nginx's routes away: they go out with the first table.
+    if (!this.applied) return Promise.resolve();
+    return this.switchSoon();
+  }
+
+  tlsAddress(): ListenAddress | undefined {
+    return this.opts.tls?.listen;
+  }
+
+  /** Calls that arrive while a reload runs share the next one, which takes the latest table and certificates. */
+  private switchSoon(): Promise<void> {
     this.batch ??= this.serial(async () => {
       this.batch = undefined;
-      return this.switchTo(this.wanted);
+      return this.switchTo(this.wanted, this.certificates);
     });
     return this.batch.then(({ drained }) => drained);
   }
@@ -192,6 +232,7 @@ export class NginxDriver implements RouterDriver {
     this.master = undefined;
     if (m !== undefined) await this.kill(m);
     await rm(this.paths.control, { force: true });
+    await this.responder?.stop();
     this.log.info({ driver: this.name }, 'router: stopped');
   }
 
@@ -205,7 +246,8 @@ export class NginxDriver implements RouterDriver {
     this.clearTimers();
     this.master?.child?.unref();
     this.master = undefined;
-    return this.queue.then(() => undefined, () => undefined);
+    // nginx keeps serving; the challenge answers stop with Slipway until the next start applies.
+    return this.queue.then(() => this.responder?.stop(), () => this.responder?.stop());
   }
 
   /** A method, so that TypeScript does not narrow `state` across the awaits of start(). */
@@ -219,11 +261,12 @@ export class NginxDriver implements RouterDriver {
     return run;
   }
 
-  private async switchTo(table: RouteTable): Promise<{ drained: Promise<void> }> {
-    const key = this.render(table, '');
+  private async switchTo(table: RouteTable, certificates: ReadonlyMap<string, CheckedCertificate>): Promise<{ drained: Promise<void> }> {
+    const files = await this.writeCertificates(table, certificates);
+    const key = this.render(table, '', files);
     if (key === this.runningKey && this.master !== undefined) return { drained: Promise.resolve() };
     const generation = this.nextGeneration();
-    const text = this.render(table, generation);
+    const text = this.render(table, generation, files);
     await this.validate(text);
     await rename(this.paths.next, this.paths.conf);
     try {
@@ -232,7 +275,8 @@ export class NginxDriver implements RouterDriver {
       else ({ drained } = await this.reload(this.master, generation));
       this.runningKey = key;
       this.runningText = text;
-      this.log.info({ version: table.version, hosts: table.routes().length }, 'router: routes applied');
+      this.log.info({ version: table.version, hosts: table.routes().length, tlsHosts: files.size }, 'router: routes applied');
+      await this.removeStaleCertificates(files);
       return { drained };
     } catch (err) {
       // nginx kept its previous config; so does the file a restart would read.
@@ -372,7 +416,47 @@ export class NginxDriver implements RouterDriver {
     return `${this.nonce}-${this.counter}`;
   }
 
-  private render(table: RouteTable, generation: string): string {
+  /**
+   * nginx reads its own copies of the certificates of the hosts it serves, named by their
+   * content: a renewed certificate is a new file name, hence a new config and a reload, and a
+   * pair is never half-written under a name nginx may load (write, then rename).
+   */
+  private async writeCertificates(table: RouteTable, certificates: ReadonlyMap<string, CheckedCertificate>): Promise<Map<string, CertificateFiles>> {
+    const files = new Map<string, CertificateFiles>();
+    if (this.opts.tls === undefined) return files;
+    for (const route of table.routes()) {
+      const c = certificates.get(route.host);
+      if (c === undefined) continue;
+      if (files.size === 0) {
+        await mkdir(this.paths.certs, { recursive: true, mode: 0o700 });
+        await chmod(this.paths.certs, 0o700);
+      }
+      const base = join(this.paths.certs, `${c.host}.${c.digest}`);
+      const pair = { certificate: `${base}.crt`, privateKey: `${base}.key` };
+      if (!existsSync(pair.privateKey)) await writeAtomically(pair.privateKey, c.privateKeyPem, 0o600);
+      if (!existsSync(pair.certificate)) await writeAtomically(pair.certificate, c.certificatePem, 0o644);
+      files.set(c.host, pair);
+    }
+    return files;
+  }
+
+  /** The copies no running config refers to any more (a renewed or a removed host's). */
+  private async removeStaleCertificates(live: ReadonlyMap<string, CertificateFiles>): Promise<void> {
+    if (this.opts.tls === undefined) return;
+    const keep = new Set([...live.values()].flatMap((f) => [f.certificate, f.privateKey]));
+    let names: string[];
+    try {
+      names = await readdir(this.paths.certs);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const file = join(this.paths.certs, name);
+      if (!keep.has(file)) await rm(file, { force: true });
+    }
+  }
+
+  private render(table: RouteTable, generation: string, certificateFiles: ReadonlyMap<string, CertificateFiles> = new Map()): string {
     return renderNginxConfig(table, {
       listen: this.opts.listen,
       dir: this.dir,
@@ -384,6 +468,8 @@ export class NginxDriver implements RouterDriver {
       accessLog: this.opts.accessLog ?? true,
       scheme: this.opts.scheme ?? 'http',
       modules: this.modules,
+      tls: this.opts.tls === undefined ? undefined : { listen: this.opts.tls.listen, files: certificateFiles },
+      acmeResponder: this.responder?.address(),
     });
   }
 
@@ -448,6 +534,14 @@ export class NginxDriver implements RouterDriver {
     const lines = (await readSince(this.paths.errorLog, offset)).split('\n').filter((l) => /\[(emerg|alert|crit|error)\]/.test(l));
     return lines.length === 0 ? '' : ` nginx said: ${lines.slice(-3).join(' | ')}`;
   }
+}
+
+/** Written under a temporary name and renamed, with its mode from the start (keys are never world-readable). */
+async function writeAtomically(file: string, text: string, mode: number): Promise<void> {
+  const temp = `${file}.tmp`;
+  await rm(temp, { force: true });
+  await writeFile(temp, text, { mode });
+  await rename(temp, file);
 }
 
 function withGeneration(text: string, generation: string): string {

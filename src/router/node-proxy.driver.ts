@@ -1,9 +1,14 @@
 import { Agent, createServer, type ClientRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { Readable, type Duplex } from 'node:stream';
+import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
 import { ProxyServer } from 'http-proxy-3';
+import { isChallengePath, type AcmeChallenges } from './acme-challenges.js';
+import { answerChallenge } from './acme-responder.js';
 import { PAGES, type RouterPage } from './pages.js';
-import { RouteTable, type Route, type Upstream } from './route-table.js';
-import { silentLog, type ListenAddress, type RouterDriver, type RouterLog } from './router.js';
+import { normaliseHost, RouteTable, type Route, type Upstream } from './route-table.js';
+import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
+import { checkCertificates } from './tls-certificates.js';
 
 /**
  * The fallback data plane: an in-process node:http server that proxies with http-proxy-3. Slower
@@ -18,6 +23,10 @@ export interface NodeProxyOptions {
   drainTimeoutMs?: number;
   /** the scheme clients used, for X-Forwarded-Proto (a TLS terminator in front says https) */
   scheme?: 'http' | 'https';
+  /** the HTTPS listener, serving the hosts given to setCertificates(); absent: nothing listens for TLS */
+  tls?: TlsOptions;
+  /** HTTP-01 answers, served from memory on the plain listener */
+  challenges?: AcmeChallenges;
   log?: RouterLog;
 }
 
@@ -44,6 +53,11 @@ export class NodeProxyDriver implements RouterDriver {
   /** client sockets the replica has answered 101 for: from then on they carry WebSocket frames */
   private readonly switched = new WeakSet<Duplex>();
   private readonly server: Server;
+  private readonly tlsServer: HttpsServer | undefined;
+  /** host → its certificate, for SNI */
+  private contexts = new Map<string, SecureContext>();
+  private tlsBound: ListenAddress | undefined;
+  private readonly challenges: AcmeChallenges | undefined;
   private readonly proxy: ProxyServer;
   /** keep-alive to the replicas; idle sockets are closed before a typical app's 5 s keep-alive ends */
   private readonly agent = new Agent({ keepAlive: true, timeout: 4_000, scheduling: 'lifo' });
@@ -60,6 +74,8 @@ export class NodeProxyDriver implements RouterDriver {
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 5_000;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? 10_000;
     this.scheme = opts.scheme ?? 'http';
+    this.challenges = opts.challenges;
+    this.tlsBound = opts.tls?.listen;
     this.proxy = new ProxyServer({ xfwd: false, changeOrigin: false, agent: this.agent });
     // The callbacks passed to web()/ws() get every error; this listener only keeps an error
     // emitted outside them (a client socket failing mid-upgrade) from being thrown.
@@ -74,22 +90,49 @@ export class NodeProxyDriver implements RouterDriver {
     });
     this.server = createServer({ requestTimeout: 0, keepAliveTimeout: 75_000 }, (req, res) => { this.onRequest(req, res); });
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head); });
+    if (opts.tls !== undefined) {
+      // No default certificate: a name without one (or a client without SNI) fails the handshake.
+      this.tlsServer = createHttpsServer(
+        { requestTimeout: 0, keepAliveTimeout: 75_000, minVersion: 'TLSv1.2', SNICallback: (name, cb) => { this.sni(name, cb); } },
+        (req, res) => { this.onRequest(req, res); },
+      );
+      this.tlsServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head); });
+    }
   }
 
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`The Node router was already ${this.state}.`);
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: Error) => { reject(new Error(`The Node router cannot listen on ${this.bound.host}:${this.bound.port}: ${err.message}`)); };
-      this.server.once('error', onError);
-      this.server.listen(this.bound.port, this.bound.host, () => {
-        this.server.off('error', onError);
-        resolve();
-      });
-    });
-    const addr = this.server.address();
-    if (addr !== null && typeof addr === 'object') this.bound = { host: this.bound.host, port: addr.port };
+    this.bound = await listen(this.server, this.bound);
+    if (this.tlsServer !== undefined && this.tlsBound !== undefined) {
+      try {
+        this.tlsBound = await listen(this.tlsServer, this.tlsBound);
+      } catch (err) {
+        await new Promise<void>((resolve) => { this.server.close(() => { resolve(); }); });
+        this.state = 'stopped';
+        throw err;
+      }
+    }
     this.state = 'started';
-    this.log.info({ driver: this.name, listen: this.bound }, 'router: listening');
+    this.log.info({ driver: this.name, listen: this.bound, ...(this.tlsServer === undefined ? {} : { tlsListen: this.tlsBound }) }, 'router: listening');
+  }
+
+  setCertificates(certificates: readonly TlsCertificate[]): Promise<void> {
+    if (this.tlsServer === undefined) return Promise.reject(new Error('The Node router has no TLS listener: certificates cannot be applied.'));
+    try {
+      const contexts = new Map<string, SecureContext>();
+      for (const c of checkCertificates(certificates).values()) {
+        contexts.set(c.host, createSecureContext({ cert: c.certificatePem, key: c.privateKeyPem, minVersion: 'TLSv1.2' }));
+      }
+      // A swap: handshakes from now on use the new set, connections already open keep theirs.
+      this.contexts = contexts;
+      return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  tlsAddress(): ListenAddress | undefined {
+    return this.tlsServer === undefined ? undefined : this.tlsBound;
   }
 
   apply(table: RouteTable): Promise<void> {
@@ -105,10 +148,11 @@ export class NodeProxyDriver implements RouterDriver {
       return;
     }
     this.state = 'stopped';
-    const closed = new Promise<void>((resolve) => { this.server.close(() => { resolve(); }); });
-    this.server.closeIdleConnections();
+    const servers = this.tlsServer === undefined ? [this.server] : [this.server, this.tlsServer];
+    const closed = Promise.all(servers.map((srv) => new Promise<void>((resolve) => { srv.close(() => { resolve(); }); })));
+    for (const srv of servers) srv.closeIdleConnections();
     for (const s of this.upgraded) s.destroy();
-    const timer = setTimeout(() => { this.server.closeAllConnections(); }, 2_000);
+    const timer = setTimeout(() => { for (const srv of servers) srv.closeAllConnections(); }, 2_000);
     await closed;
     clearTimeout(timer);
     this.agent.destroy();
@@ -120,7 +164,22 @@ export class NodeProxyDriver implements RouterDriver {
     return this.bound;
   }
 
+  /** SNI: a host the table serves and that has a certificate; anything else fails the handshake. */
+  private sni(name: string, cb: (err: Error | null, ctx?: SecureContext) => void): void {
+    const host = normaliseHost(name) ?? '';
+    const ctx = this.contexts.get(host);
+    if (ctx === undefined || this.table.lookup(host) === undefined) {
+      cb(new Error(`no certificate for ${host}`));
+      return;
+    }
+    cb(null, ctx);
+  }
+
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    if (this.challenges !== undefined && !isEncrypted(req) && isChallengePath(req.url)) {
+      answerChallenge(this.challenges, req, res);
+      return;
+    }
     const route = this.table.lookup(req.headers.host);
     if (route === undefined) {
       sendPage(req, res, PAGES.unknownHost);
@@ -183,7 +242,7 @@ export class NodeProxyDriver implements RouterDriver {
     const client = req.socket.remoteAddress ?? '';
     const prior = req.headers['x-forwarded-for'];
     const chain = typeof prior === 'string' && prior !== '' ? `${prior}, ${client}` : client;
-    return { 'x-forwarded-for': chain, 'x-forwarded-proto': this.scheme, 'x-forwarded-host': req.headers.host ?? '' };
+    return { 'x-forwarded-for': chain, 'x-forwarded-proto': isEncrypted(req) ? 'https' : this.scheme, 'x-forwarded-host': req.headers.host ?? '' };
   }
 
   private turn(route: Route): number {
@@ -240,6 +299,22 @@ export class NodeProxyDriver implements RouterDriver {
       this.drainWaiters.push(done);
     });
   }
+}
+
+const isEncrypted = (req: IncomingMessage): boolean => req.socket instanceof TLSSocket;
+
+/** Listens and answers the address bound (the real port when 0 was asked for). */
+async function listen(server: Server | HttpsServer, at: ListenAddress): Promise<ListenAddress> {
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => { reject(new Error(`The Node router cannot listen on ${at.host}:${at.port}: ${err.message}`)); };
+    server.once('error', onError);
+    server.listen(at.port, at.host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  return addr !== null && typeof addr === 'object' ? { host: at.host, port: addr.port } : at;
 }
 
 function pick(upstreams: readonly Upstream[], n: number): Upstream {

@@ -52,6 +52,32 @@ export interface RouterDriver {
 
   /** Where clients reach the router (after start(): the real port when 0 was asked for). */
   address(): ListenAddress;
+
+  /**
+   * Replaces the certificates served on the TLS listener (drivers created with `tls`). A host
+   * gets HTTPS when the route table serves it and it has a certificate here; any other name,
+   * and a client without SNI, fails the TLS handshake. Serialised with apply(); rejects (and
+   * keeps the previous certificates) when the data plane refuses one.
+   */
+  setCertificates?(certificates: readonly TlsCertificate[]): Promise<void>;
+
+  /** Where the TLS listener is (after start(): the real port); undefined without `tls`. */
+  tlsAddress?(): ListenAddress | undefined;
+}
+
+/** A certificate for one host name, as the router serves it on its TLS listener (SNI). */
+export interface TlsCertificate {
+  /** normalised like the route table's hosts */
+  readonly host: string;
+  /** PEM: the leaf certificate first, then its chain */
+  readonly certificatePem: string;
+  /** PEM private key of the leaf; a secret, never logged */
+  readonly privateKeyPem: string;
+}
+
+/** The router's HTTPS listener, off unless given (ACME enabled: see docs/router.md "TLS"). */
+export interface TlsOptions {
+  readonly listen: ListenAddress;
 }
 
 /** `127.0.0.1:8000`, `[::]:8000` */

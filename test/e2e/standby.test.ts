@@ -2,7 +2,7 @@
 // directory): only one runs the deploy engine, the other serves the API as a standby, and takes
 // the engine (and the nginx router it leaves running) over when the first one stops. The apps
 // answer through the router all along.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +60,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
   let key = '';
   const procs: { proc: SlipwayProcess; api: string }[] = [];
 
-  async function serve(): Promise<{ proc: SlipwayProcess; api: string }> {
+  async function serve(extra: string[] = []): Promise<{ proc: SlipwayProcess; api: string }> {
     const port = await freePort();
     const api = `http://127.0.0.1:${port.toString()}`;
     const proc = startSlipway([
@@ -71,6 +71,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
       '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--log-level', 'info',
+      ...extra,
     ], { SLIPWAY_ENGINE: 'docker' });
     await waitHealthy(proc, api);
     const started = { proc, api };
@@ -108,6 +109,16 @@ describe('two Slipway processes on one store: one engine, one standby that takes
   afterAll(async () => {
     for (const { proc } of procs) await proc.stop('SIGTERM');
     await killAll();
+    // The last process stopped its nginx: none is left serving from this data directory.
+    const left = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && (() => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(`nginx: master process`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir);
+      } catch {
+        return false;
+      }
+    })());
+    for (const pid of left) process.kill(Number(pid), 'SIGQUIT');
+    expect(left).toEqual([]);
     const store = await createStore(join(dataDir, 'slipway.db'));
     const id = await instanceId(store);
     const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
@@ -131,7 +142,8 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     expect(await deployVia(a.api, a.proc)).toMatchObject({ status: 'running', error: null });
 
     // A second process on the same store starts as a standby: no engine, no router of its own.
-    const b = await serve();
+    // (It hands over to no one: its nginx stops with it at the end.)
+    const b = await serve(['--router-on-exit', 'stop']);
     await waitFor('the standby to say so', () => (b.proc.stdout().includes('standby: another Slipway process runs the deploy engine') ? true : undefined), b.proc);
     // A deployment asked of the standby is built and rolled out by the leader.
     await repo.commit('v2', app(base, 'hello v2'));

@@ -99,6 +99,19 @@ describe.each(STORE_KINDS)('leadership on %s', (kind) => {
     });
   }
 
+  it('takes a lease over from a holder known to be dead only while that holder still has it', async () => {
+    const { a, b } = contenders();
+    expect(await a.tryAcquire()).toBe(true);
+    expect(await b.tryAcquire()).toBe(false);
+    expect(await b.takeOver('someone-else')).toBe(false);
+    expect(await b.takeOver('a')).toBe(true);
+    expect(await b.holder()).toMatchObject({ holder: 'b' });
+    expect(b.heldUntil).not.toBeNull();
+    // the old holder cannot renew any more, and a second take-over from it finds nothing
+    expect(await a.tryAcquire()).toBe(false);
+    expect(await a.takeOver('a')).toBe(false);
+  });
+
   it('gives a free or expired lease to exactly one of several racing holders', async () => {
     const clock = new TestClock();
     const { name } = contenders(clock);

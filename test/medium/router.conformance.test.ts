@@ -1,15 +1,19 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { connect as tlsConnect, TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
+import { AcmeChallenges } from '../../src/router/acme-challenges.js';
 import { PAGES } from '../../src/router/pages.js';
 import { RouteTable, type Upstream } from '../../src/router/route-table.js';
-import type { RouterDriver, RouterLog } from '../../src/router/router.js';
+import type { RouterDriver, RouterLog, TlsCertificate, TlsOptions } from '../../src/router/router.js';
 import { NodeProxyDriver } from '../../src/router/node-proxy.driver.js';
 import { findNginx, NginxDriver } from '../../src/router/nginx.driver.js';
 import { freePort } from '../factories/process.js';
+import { makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
 
 /**
  * What Slipway needs from a router data plane, checked on real HTTP with real upstreams on
@@ -486,7 +490,15 @@ describe('nginx driver', () => {
     for (let i = 0; i < 200 && (d.pid() === undefined || d.pid() === before); i++) await new Promise((r) => setTimeout(r, 50));
     expect(d.pid()).toBeDefined();
     expect(d.pid()).not.toBe(before);
-    expect((await call(d.address().port, 'survivor.test')).body).toBe('survivor');
+    // pid() names the new master from its spawn on: give it the moment it takes to bind.
+    let reply: Reply | undefined;
+    for (let i = 0; i < 100 && reply === undefined; i++) {
+      reply = await call(d.address().port, 'survivor.test').catch(async () => {
+        await new Promise((r) => setTimeout(r, 50));
+        return undefined;
+      });
+    }
+    expect(reply?.body).toBe('survivor');
     // The dead master's workers were killed with it, not left holding the port (init reaps them).
     const groupAlive = () => {
       try {
@@ -540,5 +552,253 @@ describe('nginx driver', () => {
     expect((await call(second.address().port, 'handover2.test')).body).toBe('handover');
     await second.stop();
     await expect(call(second.address().port, 'handover2.test')).rejects.toThrow();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// TLS (ACME on): HTTPS with SNI on a second listener, and HTTP-01 answers on the plain one
+
+interface TlsReply extends Reply {
+  /** the serial of the certificate the router presented (hex, uppercase) */
+  serial: string;
+  subject: string;
+}
+
+/** An HTTPS request to the router's TLS listener, with `servername` as SNI ('' sends none). */
+function callTls(port: number, servername: string, host: string, ca: string, path = '/'): Promise<TlsReply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, servername, ca, headers: { host }, agent: false }, (res) => {
+      const socket = res.socket;
+      if (!(socket instanceof TLSSocket)) {
+        reject(new Error('the HTTPS answer did not come over TLS'));
+        return;
+      }
+      const cert = socket.getPeerCertificate();
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { body += d; });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, retried: false, serial: cert.serialNumber.replace(/^0+/, ''), subject: String(cert.subject.CN) });
+      });
+      res.on('error', reject);
+    });
+    req.setTimeout(15_000, () => { req.destroy(new Error(`no answer on the TLS listener for ${servername} within 15 s`)); });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Whether a TLS handshake with this SNI (none for '') completes at all, whatever the certificate. */
+function handshakes(port: number, servername: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
+    socket.setTimeout(10_000, () => { socket.destroy(); resolve(false); });
+    socket.once('secureConnect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => { resolve(false); });
+    socket.once('close', () => { resolve(false); });
+  });
+}
+
+function wssEcho(port: number, host: string, ca: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // ws hands its options to tls.connect, which takes the SNI name (its types leave it out).
+    const options = { headers: { host }, servername: host, ca };
+    const ws = new WebSocket(`wss://127.0.0.1:${port}/ws`, options);
+    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no WebSocket echo over TLS within 10 s')); }, 10_000);
+    ws.on('open', () => { ws.send(text); });
+    ws.on('message', (data: Buffer) => {
+      clearTimeout(timer);
+      ws.close();
+      resolve(data.toString('utf8'));
+    });
+    ws.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+interface TlsDriverOptions {
+  tls: TlsOptions;
+  challenges: AcmeChallenges;
+}
+
+export function routerTlsConformance(name: string, makeDriver: (o: TlsDriverOptions) => RouterDriver | Promise<RouterDriver>): void {
+  describe(`router conformance, TLS and HTTP-01: ${name}`, () => {
+    let driver: RouterDriver;
+    let port: number;
+    let tlsPort: number;
+    let ca: TestCa;
+    let secure: TestLeaf;
+    let other: TestLeaf;
+    let app: TestUpstream;
+    const challenges = new AcmeChallenges();
+    let table = RouteTable.empty();
+    const give = (certificates: TlsCertificate[]) => driver.setCertificates?.(certificates) ?? Promise.reject(new Error(`${name} has no setCertificates()`));
+    const setCertificates = (leaves: [string, TestLeaf][]) => give(leaves.map(([host, l]) => ({ host, certificatePem: l.certificatePem, privateKeyPem: l.privateKeyPem })));
+
+    beforeAll(async () => {
+      const certDir = mkdtempSync(join(scratch, 'certs-'));
+      ca = await makeCa(certDir);
+      [secure, other, app] = await Promise.all([makeLeaf(ca, ['secure.test']), makeLeaf(ca, ['other.test', 'www.other.test']), startUpstream('tlsapp')]);
+      driver = await makeDriver({ tls: { listen: { host: '127.0.0.1', port: await freePort() } }, challenges });
+      await driver.start();
+      port = driver.address().port;
+      tlsPort = driver.tlsAddress?.()?.port ?? 0;
+      table = table
+        .setProject('p-secure', { hosts: ['secure.test', 'nocert.test'], upstreams: [app] })
+        .setProject('p-other', { hosts: ['other.test'], upstreams: [app] })
+        .setProject('p-down', { hosts: ['down.test'], upstreams: [] });
+      await driver.apply(table);
+      await setCertificates([['secure.test', secure], ['other.test', other], ['down.test', await makeLeaf(ca, ['down.test'])], ['unrouted.test', await makeLeaf(ca, ['unrouted.test'])]]);
+    });
+    afterAll(async () => {
+      await driver.stop();
+    });
+
+    it('listens for TLS where it was asked to', () => {
+      expect(tlsPort).toBeGreaterThan(0);
+      expect(tlsPort).not.toBe(port);
+    });
+
+    it('serves HTTPS with the certificate SNI names, and X-Forwarded-Proto https', async () => {
+      const r = await callTls(tlsPort, 'secure.test', 'secure.test', ca.certificatePem);
+      expect(r.status).toBe(200);
+      expect(r.body).toBe('tlsapp');
+      expect(r.serial).toBe(secure.serial);
+      const o = await callTls(tlsPort, 'other.test', 'other.test', ca.certificatePem);
+      expect(o.body).toBe('tlsapp');
+      expect(o.serial).toBe(other.serial);
+      const seen = JSON.parse((await callTls(tlsPort, 'secure.test', 'Secure.Test', ca.certificatePem, '/headers')).body) as Record<string, string>;
+      expect(seen['x-forwarded-proto']).toBe('https');
+      expect(seen['x-forwarded-host']).toBe('Secure.Test');
+      expect(seen['host']).toBe('Secure.Test');
+      expect(seen['x-forwarded-for']).toBe('127.0.0.1');
+    });
+
+    it('answers a project with no running replica with 503 over HTTPS too', async () => {
+      const r = await callTls(tlsPort, 'down.test', 'down.test', ca.certificatePem);
+      expect(r.status).toBe(503);
+      expect(r.body).toContain(PAGES.notRunning.heading);
+    });
+
+    it('passes WebSockets through over TLS', async () => {
+      expect(await wssEcho(tlsPort, 'secure.test', ca.certificatePem, 'sealed')).toBe('tlsapp:sealed');
+    });
+
+    it('fails the handshake for a routed host without a certificate, an unrouted host with one, an unknown name and no SNI', async () => {
+      expect(await handshakes(tlsPort, 'secure.test')).toBe(true);
+      expect(await handshakes(tlsPort, 'nocert.test')).toBe(false);
+      expect(await handshakes(tlsPort, 'unrouted.test')).toBe(false);
+      expect(await handshakes(tlsPort, 'nobody.test')).toBe(false);
+      expect(await handshakes(tlsPort, '')).toBe(false);
+    });
+
+    it('keeps serving plain HTTP as before, with X-Forwarded-Proto http', async () => {
+      const seen = JSON.parse((await call(port, 'secure.test', { path: '/headers' })).body) as Record<string, string>;
+      expect(seen['x-forwarded-proto']).toBe('http');
+      expect((await call(port, 'nocert.test')).body).toBe('tlsapp');
+    });
+
+    it('answers HTTP-01 tokens on the plain listener for every host, from what the manager set', async () => {
+      const path = '/.well-known/acme-challenge/tok_EN-123';
+      expect((await call(port, 'secure.test', { path })).status).toBe(404);
+      challenges.set('tok_EN-123', 'tok_EN-123.thumbprint');
+      for (const host of ['secure.test', 'nocert.test', 'nobody-serves-this.test', 'down.test']) {
+        const r = await call(port, host, { path });
+        expect(r.status, host).toBe(200);
+        expect(r.body, host).toBe('tok_EN-123.thumbprint');
+        expect(r.headers['content-type']).toMatch(/^text\/plain/);
+      }
+      // Not on the TLS listener: there the path is the app's.
+      expect((await callTls(tlsPort, 'secure.test', 'secure.test', ca.certificatePem, path)).body).toBe('tlsapp');
+      challenges.delete('tok_EN-123');
+      expect((await call(port, 'secure.test', { path })).status).toBe(404);
+      // Other paths under /.well-known are the app's.
+      expect((await call(port, 'secure.test', { path: '/.well-known/security.txt' })).body).toBe('tlsapp');
+    });
+
+    it('serves a renewed certificate from the next handshake on', async () => {
+      const renewed = await makeLeaf(ca, ['secure.test']);
+      await setCertificates([['secure.test', renewed], ['other.test', other]]);
+      expect((await callTls(tlsPort, 'secure.test', 'secure.test', ca.certificatePem)).serial).toBe(renewed.serial);
+      expect((await callTls(tlsPort, 'other.test', 'other.test', ca.certificatePem)).serial).toBe(other.serial);
+      secure = renewed;
+    });
+
+    it('refuses a certificate whose key is not its own, and keeps the ones it serves', async () => {
+      const broken = { host: 'secure.test', certificatePem: secure.certificatePem, privateKeyPem: other.privateKeyPem };
+      await expect(give([broken])).rejects.toThrow(/private key for secure\.test does not belong to its certificate/);
+      await expect(setCertificates([['secure.test', other]])).rejects.toThrow(/does not name it/);
+      expect((await callTls(tlsPort, 'secure.test', 'secure.test', ca.certificatePem)).serial).toBe(secure.serial);
+      // A route change after the refusal still goes through.
+      table = table.addHost('p-other', 'www.other.test');
+      await driver.apply(table);
+      expect((await call(port, 'www.other.test')).body).toBe('tlsapp');
+    });
+
+    it('stops serving TLS for a host once it leaves the table', async () => {
+      table = table.removeHost('other.test');
+      await driver.apply(table);
+      expect(await handshakes(tlsPort, 'other.test')).toBe(false);
+      expect(await handshakes(tlsPort, 'secure.test')).toBe(true);
+    });
+  });
+}
+
+routerTlsConformance('node proxy', ({ tls, challenges }) => new NodeProxyDriver({ listen: { host: '127.0.0.1', port: 0 }, tls, challenges, log: testLog }));
+
+const tlsNginxDir = join(scratch, 'nginx-tls');
+routerTlsConformance('nginx', async ({ tls, challenges }) =>
+  new NginxDriver({ listen: { host: '127.0.0.1', port: await freePort() }, dir: tlsNginxDir, workerProcesses: 2, tls, challenges, log: testLog }),
+);
+
+describe('nginx driver, TLS files', () => {
+  it('keeps its copies of the certificates in <dir>/certs, keys 0600, and only the ones its config uses', () => {
+    // Runs after the nginx TLS suite above (files run their describes in order).
+    const certs = join(tlsNginxDir, 'certs');
+    const names = readdirSync(certs).sort();
+    expect(statSync(certs).mode & 0o777).toBe(0o700);
+    // Only the renewed secure.test: its first copy is gone, down.test's certificate was not given
+    // again with the renewal, and other.test left the table.
+    expect(names.map((n) => n.replace(/\.[0-9a-f]{16}\./, '.*.'))).toEqual(['secure.test.*.crt', 'secure.test.*.key']);
+    for (const n of names.filter((x) => x.endsWith('.key'))) expect(statSync(join(certs, n)).mode & 0o777).toBe(0o600);
+  });
+
+  it('keeps an adopted nginx serving its routes over HTTP and HTTPS until the first apply, certificates given or not', async () => {
+    const u = await startUpstream('adopted-tls');
+    const ca = await makeCa(mkdtempSync(join(scratch, 'certs-')));
+    const leaf = await makeLeaf(ca, ['kept.test']);
+    const certificates = [{ host: 'kept.test', certificatePem: leaf.certificatePem, privateKeyPem: leaf.privateKeyPem }];
+    const [port, tlsPort] = await Promise.all([freePort(), freePort()]);
+    const options = { listen: { host: '127.0.0.1', port }, dir: join(scratch, 'handover-tls'), workerProcesses: 1, tls: { listen: { host: '127.0.0.1', port: tlsPort } }, log: testLog };
+    const routes = RouteTable.empty().setProject('p', { hosts: ['kept.test'], upstreams: [u] });
+    const first = new NginxDriver({ ...options, challenges: new AcmeChallenges() });
+    await first.start();
+    await first.apply(routes);
+    await first.setCertificates(certificates);
+    await first.release();
+    const challenges = new AcmeChallenges();
+    const second = new NginxDriver({ ...options, challenges });
+    try {
+      await second.start();
+      expect(second.adopted).toBe(true);
+      // What the certificate manager does at its start: this must not reload with no routes.
+      await second.setCertificates(certificates);
+      expect((await call(port, 'kept.test')).body).toBe('adopted-tls');
+      expect((await callTls(tlsPort, 'kept.test', 'kept.test', ca.certificatePem)).body).toBe('adopted-tls');
+      // The first apply brings this process's HTTP-01 responder and the certificates along.
+      await second.apply(routes);
+      challenges.set('handover', 'handover.key');
+      expect((await call(port, 'kept.test', { path: '/.well-known/acme-challenge/handover' })).body).toBe('handover.key');
+      expect((await callTls(tlsPort, 'kept.test', 'kept.test', ca.certificatePem)).serial).toBe(leaf.serial);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('renders no TLS listener without the tls option', async () => {
+    const d = await makeNginx();
+    expect(d.tlsAddress()).toBeUndefined();
   });
 });

@@ -1,0 +1,156 @@
+// TLS with ACME through `slipway serve` (the built launcher, --engine docker, nginx router):
+// a deployed app and its custom domain get certificates from a real ACME CA (Debian's pebble,
+// every name resolving to 127.0.0.1 through pebble-challtestsrv, HTTP-01 validated on the
+// router's plain port), the domain shows `verified: true` through the API, and the app answers
+// over HTTPS with SNI on --router-tls-listen.
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TLSSocket } from 'node:tls';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { createStore, instanceId } from '../../src/store/db.js';
+import { RepoRoot } from '../factories/git-server.js';
+import { ensureBaseImage } from '../factories/images.js';
+import { startPebble, type Pebble } from '../factories/pebble.js';
+import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+
+interface Envelope<T> {
+  data?: T;
+  error?: string;
+}
+interface Domain {
+  id: string;
+  domain: string;
+  verified: boolean;
+}
+
+const PROJECT = '/api/workspaces/default/projects/shop';
+const CUSTOM = 'shop.example.com';
+const DEFAULT_HOST = 'shop-default.apps.example.net';
+
+/** HTTPS through the router's TLS listener with SNI = host, trusting only pebble's root. */
+function https(port: number, host: string, ca: string): Promise<{ status: number; body: string; issuer: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, servername: host, headers: { host }, ca, agent: false, path: '/' }, (res) => {
+      const socket = res.socket;
+      const issuer = socket instanceof TLSSocket ? String(socket.getPeerCertificate().issuer.CN) : '';
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body, issuer });
+      });
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error(`no HTTPS answer for ${host}`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('TLS with ACME through slipway serve', () => {
+  let scratch: string;
+  let dataDir: string;
+  let pebble: Pebble;
+  let root: RepoRoot;
+  let proc: SlipwayProcess;
+  let api: string;
+  let tlsPort: number;
+  let key = '';
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
+    const headers: Record<string, string> = { 'x-api-key': key };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return { status: res.status, body: (await res.json()) as Envelope<T> };
+  }
+
+  beforeAll(async () => {
+    assertBuilt();
+    const base = await ensureBaseImage();
+    scratch = mkdtempSync(join(tmpdir(), 'slipway-tls-'));
+    chmodSync(scratch, 0o755);
+    dataDir = join(scratch, 'data');
+    mkdirSync(join(scratch, 'pebble'));
+    const [apiPort, routerPort] = [await freePort(), await freePort()];
+    tlsPort = await freePort();
+    pebble = await startPebble({ httpPort: routerPort, dir: join(scratch, 'pebble') });
+    const caFile = join(scratch, 'pebble-api-ca.pem');
+    writeFileSync(caFile, pebble.apiCa);
+    root = await RepoRoot.create();
+    const repo = await root.repo('acme/shop');
+    await repo.commit('shop', {
+      Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+      'index.html': 'the shop, over TLS\n',
+    });
+    api = `http://127.0.0.1:${apiPort.toString()}`;
+    proc = startSlipway([
+      'serve',
+      '--listen', `127.0.0.1:${apiPort.toString()}`,
+      '--router-listen', `127.0.0.1:${routerPort.toString()}`,
+      '--router-tls-listen', `127.0.0.1:${tlsPort.toString()}`,
+      '--router', 'nginx',
+      '--router-on-exit', 'stop',
+      '--apps-domain', 'apps.example.net',
+      '--acme-directory-url', pebble.directoryUrl,
+      '--acme-ca-file', caFile,
+      '--acme-email', 'ops@example.com',
+      '--data-dir', dataDir,
+      '--git-base-url', root.fileUrl,
+      '--log-level', 'info',
+    ], { SLIPWAY_ENGINE: 'docker' });
+    await waitHealthy(proc, api);
+    key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(proc.stdout())?.[0], proc);
+  }, 120_000);
+
+  afterAll(async () => {
+    await proc.stop('SIGTERM');
+    await killAll();
+    await pebble.stop();
+    const store = await createStore(join(dataDir, 'slipway.db'));
+    const id = await instanceId(store);
+    const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
+    await store.close();
+    const docker = new Docker();
+    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
+    if (workspace !== undefined) {
+      for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
+        await docker.getNetwork(n.Id).remove().catch(() => undefined);
+      }
+    }
+    await root.dispose();
+    rmSync(scratch, { recursive: true, force: true });
+  }, 120_000);
+
+  it('issues certificates for the default and the custom domain, marks the custom domain verified, and serves the app over HTTPS', async () => {
+    expect((await call('POST', '/api/workspaces/default/projects', { name: 'shop', port: 8080, cpu: '0.25', ram: '0.125' })).status).toBe(201);
+    expect((await call('POST', `${PROJECT}/git`, { repo_full_name: 'acme/shop' })).status).toBe(201);
+    const domain = await call<Domain>('POST', `${PROJECT}/domains`, { domain: CUSTOM });
+    expect(domain.status).toBe(201);
+    expect(domain.body.data?.verified).toBe(false);
+    const deployed = await call<{ id: string }>('POST', `${PROJECT}/deploy`);
+    expect(deployed.status).toBe(202);
+    await waitFor('the deployment to run', async () => {
+      const d = (await call<{ status: string }>('GET', `${PROJECT}/deployments/${deployed.body.data?.id ?? ''}`)).body.data;
+      if (d?.status === 'failed') throw new Error('the deployment failed');
+      return d?.status === 'running' ? true : undefined;
+    }, proc, 120_000);
+
+    // The custom domain becomes verified once its certificate is issued.
+    const listed = await waitFor('the custom domain to be verified', async () => {
+      const list = (await call<Domain[]>('GET', `${PROJECT}/domains`)).body.data ?? [];
+      return list.some((d) => d.domain === CUSTOM && d.verified) ? list : undefined;
+    }, proc, 90_000);
+    expect(listed.map((d) => [d.domain, d.verified])).toEqual([[CUSTOM, true]]);
+
+    const ca = await pebble.issuingRoot();
+    for (const host of [CUSTOM, DEFAULT_HOST]) {
+      const answer = await waitFor(`HTTPS for ${host}`, async () => https(tlsPort, host, ca).catch(() => undefined), proc, 60_000);
+      expect(answer).toEqual({ status: 200, body: 'the shop, over TLS\n', issuer: expect.stringMatching(/^Pebble Intermediate CA/) as unknown });
+    }
+    // No private key in the logs.
+    expect(proc.stdout() + proc.stderr()).not.toMatch(/PRIVATE KEY/);
+  }, 300_000);
+});

@@ -1,0 +1,65 @@
+// Certificates for tests, made with the openssl CLI (node:crypto can parse X.509 but not issue it).
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+async function openssl(args: string[]): Promise<void> {
+  try {
+    await run('openssl', args, { timeout: 20_000 });
+  } catch (err) {
+    throw new Error(`openssl ${args[0] ?? ''} failed: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+  }
+}
+
+export interface TestCa {
+  certificatePem: string;
+  keyFile: string;
+  certFile: string;
+  dir: string;
+}
+
+export interface TestLeaf {
+  certificatePem: string;
+  privateKeyPem: string;
+  certFile: string;
+  keyFile: string;
+  /** hex, as openssl wrote it */
+  serial: string;
+}
+
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+/** A self-signed CA in `dir` (P-256, valid two days). */
+export async function makeCa(dir: string, name = 'Slipway Test CA'): Promise<TestCa> {
+  const id = randomBytes(4).toString('hex');
+  const keyFile = join(dir, `ca-${id}.key`);
+  const certFile = join(dir, `ca-${id}.crt`);
+  await openssl([
+    'req', '-x509', ...EC, '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', `/CN=${name} ${id}`,
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+  return { certificatePem: readFileSync(certFile, 'utf8'), keyFile, certFile, dir };
+}
+
+/** A leaf certificate signed by `ca` for DNS names (and optionally IP addresses). */
+export async function makeLeaf(ca: TestCa, names: string[], ips: string[] = []): Promise<TestLeaf> {
+  const id = randomBytes(4).toString('hex');
+  const base = join(ca.dir, `${names[0] ?? 'leaf'}-${id}`);
+  const ext = `${base}.ext`;
+  const san = [...names.map((n) => `DNS:${n}`), ...ips.map((ip) => `IP:${ip}`)].join(',');
+  writeFileSync(ext, `subjectAltName=${san}\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n`);
+  const serial = `0x${randomBytes(8).toString('hex')}`;
+  await openssl(['req', ...EC, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${names[0] ?? 'leaf'}`]);
+  await openssl(['x509', '-req', '-in', `${base}.csr`, '-CA', ca.certFile, '-CAkey', ca.keyFile, '-set_serial', serial, '-days', '2', '-extfile', ext, '-out', `${base}.crt`]);
+  return {
+    certificatePem: readFileSync(`${base}.crt`, 'utf8'),
+    privateKeyPem: readFileSync(`${base}.key`, 'utf8'),
+    certFile: `${base}.crt`,
+    keyFile: `${base}.key`,
+    serial: serial.slice(2).toUpperCase().replace(/^0+/, ''),
+  };
+}
