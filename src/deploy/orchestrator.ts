@@ -679,6 +679,22 @@ export class Orchestrator implements Engine {
     if (Date.now() - this.lastImageSweep >= retention.everyMs) {
       this.lastImageSweep = Date.now();
       await this.sweepImages(retention.keep);
+      await this.sweepNetworks();
+    }
+  }
+
+  /** Removes the workspace networks of deleted workspaces, once no container uses them. */
+  private async sweepNetworks(): Promise<void> {
+    const { deps, runtime } = this.o;
+    const workspaces = new Set((await deps.store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id));
+    for (const n of await runtime.listNetworks({ labels: this.labels })) {
+      if (n.workspace === null || workspaces.has(n.workspace)) continue;
+      try {
+        if (await runtime.removeNetwork(n.id)) this.o.log.info({ network: n.name }, 'removed the network of a deleted workspace');
+      } catch (err) {
+        // a container of it is still being removed: the next sweep tries again
+        this.o.log.warn({ err, network: n.name }, 'the network of a deleted workspace could not be removed yet');
+      }
     }
   }
 
@@ -690,7 +706,13 @@ export class Orchestrator implements Engine {
   private async sweepImages(keep: number): Promise<void> {
     const { deps, runtime } = this.o;
     const db = deps.store.db;
+    // An image built after this read (its deployment not yet recorded with it) is not judged
+    // now: only images older than the read, with a margin for the engine's whole seconds.
+    const judgedBefore = Date.now() - 5_000;
     const rows = await db.selectFrom('deployments').select(['project_id', 'image', 'status']).where('image', 'is not', null).orderBy('created_at', 'desc').execute();
+    // A project with a rollout in progress keeps all its images this time: its build may have
+    // just tagged an older, cached image that its deployment does not name yet.
+    const busy = new Set((await db.selectFrom('deployments').select('project_id').where('status', 'in', ['queued', 'building', 'deploying']).execute()).map((r) => r.project_id));
     const needed = new Set<string>();
     const seen = new Map<string, number>();
     for (const r of rows) {
@@ -700,7 +722,8 @@ export class Orchestrator implements Engine {
     }
     const removed: string[] = [];
     for (const image of await runtime.listImages({ labels: this.labels })) {
-      if (image.tags.length === 0 || image.tags.some((t) => needed.has(t))) continue;
+      const project = image.labels[PROJECT_LABEL];
+      if (image.tags.length === 0 || image.tags.some((t) => needed.has(t)) || image.createdAt.getTime() >= judgedBefore || (project !== undefined && busy.has(project))) continue;
       try {
         for (const tag of image.tags) await runtime.removeImage(tag);
         removed.push(...image.tags);

@@ -52,6 +52,15 @@ export interface NetworkInfo {
   created: boolean;
 }
 
+/** A managed network as listed. */
+export interface ManagedNetwork {
+  id: string;
+  name: string;
+  /** the owning workspace's id (its label) */
+  workspace: string | null;
+  labels: Labels;
+}
+
 export interface BuildSpec {
   /** the directory sent as the build context */
   contextDir: string;
@@ -213,6 +222,10 @@ export interface Runtime {
 
   /** Creates the network unless it exists; safe to call concurrently. */
   ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
+  /** The managed networks the selector matches (the owner's workspace matches their workspace label). */
+  listNetworks(selector: Selector): Promise<ManagedNetwork[]>;
+  /** Removes a network no container uses; false when absent; throws while containers use it. */
+  removeNetwork(idOrName: string): Promise<boolean>;
   /** Attaches a running container (Slipway's own, when it runs in one) to a network; idempotent. */
   connect(network: string, idOrName: string): Promise<void>;
 

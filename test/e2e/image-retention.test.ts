@@ -1,5 +1,6 @@
 // Image retention (`--keep-images`): the reconciler removes the images no deployment needs any
-// more, so builds do not fill the engine's disk; rollbacks within the kept ones still work.
+// more, so builds do not fill the engine's disk; rollbacks within the kept ones still work. The
+// same sweep removes the networks of deleted workspaces.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
@@ -103,5 +104,13 @@ describe('keeping the images of the newest deployments only', () => {
     expect(kept.length).toBeGreaterThan(0);
     expect((await s.request('DELETE', project(), { key: w.member.key })).status).toBe(200);
     await waitFor('the deleted project\'s images to go', async () => ((await Promise.all(kept.map(imageExists))).some(Boolean) ? undefined : true), undefined, 30_000);
+  });
+
+  it('removes the network of a deleted workspace', async () => {
+    const networkOf = async () => (await docker.listNetworks({ filters: { name: [`ws-${w.slug}`] } })).filter((n) => n.Name === `ws-${w.slug}`);
+    expect(await networkOf()).toHaveLength(1);
+    const deleted = await s.request('DELETE', `/api/workspaces/${w.slug}`, { key: w.owner.key });
+    expect(deleted.status, deleted.text).toBe(200);
+    await waitFor('the workspace network to go', async () => ((await networkOf()).length === 0 ? true : undefined), undefined, 30_000);
   });
 });

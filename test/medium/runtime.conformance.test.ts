@@ -276,6 +276,22 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       await rt.remove(hidden.id);
     });
 
+    it('lists managed networks by workspace, and removes one only when no container uses it', async () => {
+      const name = unique('ws');
+      const workspace = `w2-${suite}`;
+      await rt.ensureNetwork({ name, workspace, labels });
+      const listed = await rt.listNetworks({ owner: { workspace }, labels });
+      expect(listed.map((n) => [n.name, n.workspace])).toEqual([[name, workspace]]);
+      expect((await rt.listNetworks({ labels })).map((n) => n.name)).toEqual(expect.arrayContaining([network, name]));
+      const user = await rt.run(spec({ network: name, command: ['sleep', '600'] }));
+      await expect(rt.removeNetwork(name)).rejects.toThrow(new RegExp(`Cannot remove network ${name}`));
+      await rt.stop(user.id, { graceSeconds: 0 });
+      await rt.remove(user.id);
+      expect(await rt.removeNetwork(name)).toBe(true);
+      expect(await rt.removeNetwork(name)).toBe(false);
+      expect(await rt.listNetworks({ owner: { workspace }, labels })).toEqual([]);
+    });
+
     it('refuses a container it cannot run and leaves nothing behind', async () => {
       const name = unique('bad');
       await expect(rt.run(spec({ name, image: `slipway-test/none-${suite}:1` }))).rejects.toThrow(/none-/);

@@ -13,6 +13,7 @@ import type {
   Feed,
   ImageInfo,
   Labels,
+  ManagedNetwork,
   LogLine,
   LogOptions,
   LogStream,
@@ -132,6 +133,22 @@ export class DockerRuntime implements Runtime {
       return { id: winner.Id, name: spec.name, created: false };
     }
     return { id, name: spec.name, created: true };
+  }
+
+  async listNetworks(selector: Selector): Promise<ManagedNetwork[]> {
+    const found = await this.docker.listNetworks({ filters: { label: labelFilter(selector) } });
+    return found.map((n) => {
+      const labels: Labels = n.Labels ?? {};
+      return { id: n.Id, name: n.Name, workspace: labels[LABEL.workspace] ?? null, labels };
+    });
+  }
+
+  async removeNetwork(idOrName: string): Promise<boolean> {
+    try {
+      return await ignoreMissing(this.docker.getNetwork(idOrName).remove());
+    } catch (err) {
+      throw new Error(`Cannot remove network ${idOrName}: ${engineMessage(err)}`, { cause: err });
+    }
   }
 
   async connect(network: string, idOrName: string): Promise<void> {
