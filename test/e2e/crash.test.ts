@@ -5,23 +5,16 @@
 // deployment and leaves nothing in progress. Needs `npx tsc -p tsconfig.build.json`, a Docker
 // Engine, nginx and git (make test provides them).
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import { createStore, instanceId } from '../../src/store/db.js';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
+import { apiClient, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage, releaseTestRun, RUN_LABEL, testRunId } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 
-interface Envelope<T> {
-  success: boolean;
-  data?: T;
-  error?: string;
-}
 interface Deployment {
   id: string;
   status: string;
@@ -39,24 +32,7 @@ const app = (base: string, text: string, slowStep = '') => ({
   'index.html': `${text}\n`,
 });
 
-/** GET / through the router with a Host header, on a fresh connection; status 0 when the connection fails. */
-function viaRouter(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host: HOST }, agent: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', (err) => {
-      resolve({ status: 0, body: err.message });
-    });
-    req.end();
-  });
-}
+const viaRouter = (port: number) => probeRouter(port, HOST);
 
 /** Is `pid` a live (not zombie) process? */
 function alive(pid: number): boolean {
@@ -96,12 +72,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
   let key = '';
   let proc: SlipwayProcess | undefined;
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const headers: Record<string, string> = { 'x-api-key': key };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Envelope<T> };
-  }
+  const call = apiClient(() => api, () => key);
 
   async function deployment(id: string): Promise<Deployment> {
     const r = await call<Deployment>('GET', `${PROJECT}/deployments/${id}`);
@@ -204,20 +175,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
       }
       await waitFor('the nginx left behind to exit', () => (alive(pid) ? undefined : true));
     }
-    if (existsSync(join(dataDir, 'slipway.db'))) {
-      const store = await createStore(join(dataDir, 'slipway.db'));
-      const id = await instanceId(store);
-      const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
-      await store.close();
-      const docker = new Docker();
-      await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
-      // The workspace network carries the workspace's id (not the instance's): remove it when it is this run's.
-      if (workspace !== undefined) {
-        for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
-          await docker.getNetwork(n.Id).remove().catch(() => undefined);
-        }
-      }
-    }
+    await purgeInstallation(dataDir);
     // the base image and the killed build's leftovers (they inherit the test run's label)
     await releaseTestRun();
     await root.dispose();

@@ -3,22 +3,14 @@
 // the engine (and the nginx router it leaves running) over when the first one stops. The apps
 // answer through the router all along.
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import { createStore, instanceId } from '../../src/store/db.js';
-import Docker from 'dockerode';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
+import { apiClient, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 
-interface Envelope<T> {
-  success: boolean;
-  data?: T;
-  error?: string;
-}
 interface Deployment {
   id: string;
   status: string;
@@ -28,23 +20,7 @@ interface Deployment {
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
 
-function viaRouter(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { host: HOST }, agent: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', (err) => {
-      resolve({ status: 0, body: err.message });
-    });
-    req.end();
-  });
-}
+const viaRouter = (port: number) => probeRouter(port, HOST);
 
 const app = (base: string, text: string) => ({
   Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
@@ -79,12 +55,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     return started;
   }
 
-  async function call<T>(api: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const headers: Record<string, string> = { 'x-api-key': key };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Envelope<T> };
-  }
+  const call = <T>(api: string, method: string, path: string, body?: unknown) => apiClient(() => api, () => key)<T>(method, path, body);
 
   async function deployVia(api: string, proc: SlipwayProcess): Promise<Deployment> {
     const queued = await call<Deployment>(api, 'POST', `${PROJECT}/deploy`);
@@ -119,17 +90,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     })());
     for (const pid of left) process.kill(Number(pid), 'SIGQUIT');
     expect(left).toEqual([]);
-    const store = await createStore(join(dataDir, 'slipway.db'));
-    const id = await instanceId(store);
-    const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
-    await store.close();
-    const docker = new Docker();
-    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
-    if (workspace !== undefined) {
-      for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
-        await docker.getNetwork(n.Id).remove().catch(() => undefined);
-      }
-    }
+    await purgeInstallation(dataDir);
     await root.dispose();
     rmSync(dataDir, { recursive: true, force: true });
   }, 120_000);

@@ -8,19 +8,13 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TLSSocket } from 'node:tls';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import { createStore, instanceId } from '../../src/store/db.js';
 import { RepoRoot } from '../factories/git-server.js';
+import { apiClient, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 
-interface Envelope<T> {
-  data?: T;
-  error?: string;
-}
 interface Domain {
   id: string;
   domain: string;
@@ -60,12 +54,7 @@ describe('TLS with ACME through slipway serve', () => {
   let tlsPort: number;
   let key = '';
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: Envelope<T> }> {
-    const headers: Record<string, string> = { 'x-api-key': key };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(api + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, body: (await res.json()) as Envelope<T> };
-  }
+  const call = apiClient(() => api, () => key);
 
   beforeAll(async () => {
     assertBuilt();
@@ -109,17 +98,7 @@ describe('TLS with ACME through slipway serve', () => {
     await proc.stop('SIGTERM');
     await killAll();
     await pebble.stop();
-    const store = await createStore(join(dataDir, 'slipway.db'));
-    const id = await instanceId(store);
-    const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
-    await store.close();
-    const docker = new Docker();
-    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': id } });
-    if (workspace !== undefined) {
-      for (const n of await docker.listNetworks({ filters: { name: ['ws-default'], label: [`slipway.workspace=${workspace.id}`] } })) {
-        await docker.getNetwork(n.Id).remove().catch(() => undefined);
-      }
-    }
+    await purgeInstallation(dataDir);
     await root.dispose();
     rmSync(scratch, { recursive: true, force: true });
   }, 120_000);
