@@ -149,7 +149,7 @@ export class Orchestrator implements Engine {
   }
 
   private readonly labels: Record<string, string>;
-  private lastImageSweep = 0;
+  private lastSweep = 0;
   /** workspace networks Slipway's own container was attached to */
   private readonly joined = new Set<string>();
 
@@ -676,8 +676,8 @@ export class Orchestrator implements Engine {
     }
     await this.syncRoutes();
     const retention = this.o.imageRetention ?? { keep: 5, everyMs: 60_000 };
-    if (Date.now() - this.lastImageSweep >= retention.everyMs) {
-      this.lastImageSweep = Date.now();
+    if (Date.now() - this.lastSweep >= retention.everyMs) {
+      this.lastSweep = Date.now();
       await this.sweepImages(retention.keep);
       await this.sweepNetworks();
     }
@@ -691,6 +691,8 @@ export class Orchestrator implements Engine {
       if (n.workspace === null || workspaces.has(n.workspace)) continue;
       try {
         if (await runtime.removeNetwork(n.id)) this.o.log.info({ network: n.name }, 'removed the network of a deleted workspace');
+        // a new workspace with the same slug gets a new network, which Slipway's container must join again
+        this.joined.delete(n.name);
       } catch (err) {
         // a container of it is still being removed: the next sweep tries again
         this.o.log.warn({ err, network: n.name }, 'the network of a deleted workspace could not be removed yet');
