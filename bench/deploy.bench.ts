@@ -1,7 +1,7 @@
 // Deploy latency of a tiny app through Slipway's API vs plain `docker build` + `docker run` of
 // the same repository on the same machine (goal: ratio of medians <= 1.2).
 //
-//   npx tsx bench/deploy.bench.ts [--iterations 5] [--poll-ms 50]
+//   npx tsx bench/deploy.bench.ts [--iterations 5] [--poll-ms 50] [--builder buildkit|classic]
 //
 // The app: a Dockerfile FROM the local busybox base image (test/factories/images.ts; no registry),
 // COPY index.html, CMD httpd on $PORT, in a bare repository served from a file:// root.
@@ -9,15 +9,17 @@
 // Slipway: one `bin/slipway serve` (temp data dir, free loopback ports, --router nginx), one
 // project with a Git connection; per iteration a new commit is pushed, POST …/deploy, and the
 // clock stops when the new page answers through the router (by Host header).
-// Plain: the same commit exported from the repository, `docker build` (legacy builder, as the
-// Engine build API Slipway uses), `docker run -d -p 127.0.0.1::8080`, clock stops when the new
-// page answers on the published port; then the container is removed.
+// Plain: the same commit exported from the repository, `docker build` with the same builder as
+// Slipway's (--builder, default BuildKit: DOCKER_BUILDKIT=1 with a docker CLI that builds with
+// BuildKit itself, Debian's 20.10 at /usr/bin/docker; classic: DOCKER_BUILDKIT=0), `docker run -d
+// -p 127.0.0.1::8080`, clock stops when the new page answers on the published port; then the
+// container is removed.
 // Every iteration's page is new on both sides, so both rebuild the COPY layer and both reuse the
 // cached FROM layer. One unmeasured warm-up per side; the measured iterations alternate which
 // side goes first. Both sides poll for the page every --poll-ms.
 //
 // Writes bench/results/deploy-<date>.json and prints a table. Not part of the test suite.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -51,8 +53,11 @@ const RUN = `bench${Date.now().toString(36)}`;
 const PROJECT = 'tiny';
 /** the plain side's containers carry this too (besides the base image's run label) */
 const PLAIN_LABEL = 'slipway.bench.run';
-/** the legacy builder on both sides: Slipway's Engine build API call does not ask for BuildKit */
-const DOCKER_ENV = { ...process.env, DOCKER_BUILDKIT: '0' };
+/** one builder on both sides: Slipway's --builder and the plain side's DOCKER_BUILDKIT */
+const BUILDER = process.argv.includes('--builder') && process.argv[process.argv.indexOf('--builder') + 1] === 'classic' ? 'classic' : 'buildkit';
+const DOCKER_ENV = { ...process.env, DOCKER_BUILDKIT: BUILDER === 'buildkit' ? '1' : '0' };
+/** CLIs from Docker 23 on need the buildx plugin for BuildKit; Debian's docker.io 20.10 CLI does not */
+const DOCKER_CLI = BUILDER === 'buildkit' && existsSync('/usr/bin/docker') ? '/usr/bin/docker' : 'docker';
 
 interface EngineEvent {
   at: number;
@@ -145,7 +150,7 @@ async function main(): Promise<void> {
 
     const repo = await root.repo(`bench/${PROJECT}`);
     await repo.commit('first', tinyApp(base, 'first'));
-    serve = await startServe(root.fileUrl);
+    serve = await startServe(root.fileUrl, ['--builder', BUILDER]);
     const s = serve;
     instance = s.instanceId();
     const host = `${PROJECT}-default.${s.appsDomain}`;
@@ -205,7 +210,8 @@ async function main(): Promise<void> {
     };
 
     let plainN = 0;
-    const plainOnce = async (text: string): Promise<PlainRun> => {
+    /** `same`: the builder Slipway uses (--builder); `default`: plain `docker build` as this machine's CLI runs it without settings */
+    const plainOnce = async (text: string, variant: 'same' | 'default' = 'same'): Promise<PlainRun> => {
       await repo.commit(text, { 'index.html': `${text}\n` });
       // the commit's tree, as a developer's checkout has it (no .git: Slipway sends none either)
       const dir = join(scratch, `c${String(plainN)}`);
@@ -216,7 +222,8 @@ async function main(): Promise<void> {
       const tag = `slipway-bench/plain:${RUN}-${String(plainN)}`;
       plainN += 1;
       const t0 = performance.now();
-      await execFileP('docker', ['build', '-t', tag, dir], { env: DOCKER_ENV, maxBuffer: 16 << 20 });
+      if (variant === 'same') await execFileP(DOCKER_CLI, ['build', '-t', tag, dir], { env: DOCKER_ENV, maxBuffer: 16 << 20 });
+      else await execFileP('docker', ['build', '-t', tag, dir], { env: withoutBuildKitSetting, maxBuffer: 16 << 20 });
       const tBuilt = performance.now();
       const { stdout } = await execFileP('docker', ['run', '-d', '-p', '127.0.0.1::8080', '-e', 'PORT=8080', '--label', `${PLAIN_LABEL}=${RUN}`, tag]);
       const container = stdout.trim();
@@ -242,17 +249,24 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
 
-    const warm = { slipway: await slipwayOnce(`warm-up slipway ${RUN}`), plain: await plainOnce(`warm-up plain ${RUN}`) };
+    const withoutBuildKitSetting = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'DOCKER_BUILDKIT'));
+    const defaultClient = (await execFileP('docker', ['version', '--format', '{{.Client.Version}}']).catch(() => ({ stdout: '?' }))).stdout.trim();
+    const warm = { slipway: await slipwayOnce(`warm-up slipway ${RUN}`), plain: await plainOnce(`warm-up plain ${RUN}`), plainDefault: await plainOnce(`warm-up plain default ${RUN}`, 'default') };
     console.log(`warm-up: slipway ${warm.slipway.total_ms.toFixed(0)} ms, plain ${warm.plain.total_ms.toFixed(0)} ms`);
 
     const slipway: SlipwayRun[] = [];
     const plain: PlainRun[] = [];
+    const plainDefault: PlainRun[] = [];
     for (let i = 0; i < ITERATIONS; i++) {
       const order = i % 2 === 0 ? (['slipway', 'plain'] as const) : (['plain', 'slipway'] as const);
       for (const side of order) {
         await sleep(1000);
         if (side === 'slipway') slipway.push(await slipwayOnce(`iteration ${String(i)} slipway ${RUN}`));
-        else plain.push(await plainOnce(`iteration ${String(i)} plain ${RUN}`));
+        else {
+          plain.push(await plainOnce(`iteration ${String(i)} plain ${RUN}`));
+          await sleep(1000);
+          plainDefault.push(await plainOnce(`iteration ${String(i)} plain default ${RUN}`, 'default'));
+        }
       }
       const sw = slipway.at(-1);
       const pl = plain.at(-1);
@@ -264,6 +278,8 @@ async function main(): Promise<void> {
     const med = (xs: (number | null)[]) => summary(xs.filter((x): x is number => x !== null)).median;
     const phase = (k: keyof SlipwayRun['phases']) => med(slipway.map((r) => r.phases[k]));
     const ratio = round(sw.median / pl.median, 3);
+    const pd = summary(plainDefault.map((r) => r.total_ms));
+    const ratioDefault = round(sw.median / pd.median, 3);
     const report = {
       date: new Date().toISOString(),
       machine: await machine(),
@@ -275,13 +291,17 @@ async function main(): Promise<void> {
         warm_up: 'one unmeasured deploy per side',
         app: 'FROM local busybox (docker import of busybox-static); COPY index.html; CMD busybox httpd -p $PORT',
         slipway: 'bin/slipway serve --engine docker --router nginx --git-base-url file://… (SQLite, defaults otherwise); project port 8080, replicas 1, cpu 0.5, ram 0.5 (defaults)',
-        plain: 'docker build (DOCKER_BUILDKIT=0, as the Engine build API) of the commit\'s tree + docker run -d -p 127.0.0.1::8080 -e PORT=8080, no limits',
+        builder: BUILDER,
+        plain: `${DOCKER_CLI} build (DOCKER_BUILDKIT=${DOCKER_ENV.DOCKER_BUILDKIT}) of the commit's tree + docker run -d -p 127.0.0.1::8080 -e PORT=8080, no limits`,
         measured: 'from POST …/deploy (Slipway) or `docker build` (plain) until GET / answers with the new page (through the router by Host, or on the published port)',
       },
       results: {
         slipway_ms: sw,
         plain_ms: pl,
         ratio_of_medians: ratio,
+        plain_default_docker_build_ms: pd,
+        ratio_vs_default_docker_build: ratioDefault,
+        default_docker_build: `docker build (the docker on PATH, client ${defaultClient}) without DOCKER_BUILDKIT: the legacy builder where the CLI has no buildx`,
         slipway_phase_medians_ms_after_post: {
           claimed: phase('claimed_ms'),
           image_tagged: phase('image_tagged_ms'),
@@ -307,6 +327,7 @@ async function main(): Promise<void> {
     console.log(`phases (Slipway, ms after POST): ${JSON.stringify(report.results.slipway_phase_medians_ms_after_post)}`);
     console.log(`phases (plain, ms): ${JSON.stringify(report.results.plain_phase_medians_ms)}`);
     console.log(`ratio of medians ${ratio.toFixed(3)} (goal <= 1.2: ${ratio <= 1.2 ? 'met' : 'not met'})`);
+    console.log(`plain \`docker build\` as this machine runs it by default: median ${pd.median.toFixed(0)} ms; ratio ${ratioDefault.toFixed(3)}`);
     console.log(`written to ${file}`);
   } finally {
     await cleanup();

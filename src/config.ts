@@ -42,6 +42,8 @@ export interface Config {
   upstreamMode: 'published' | 'network';
   /** images kept per project besides those running or in progress (rollback targets) */
   keepImages: number;
+  /** the Docker Engine's builder: buildkit, or classic (the legacy builder) */
+  builder: 'buildkit' | 'classic';
   githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
 }
@@ -83,6 +85,7 @@ export const SETTINGS = [
   { flag: 'build-concurrency', env: 'SLIPWAY_BUILD_CONCURRENCY', def: '2', help: 'deployments built and rolled out at once (one at a time per project)' },
   { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
   { flag: 'shutdown-grace', env: 'SLIPWAY_SHUTDOWN_GRACE', def: '30', help: 'seconds a stopping Slipway (SIGTERM, SIGINT) lets deployments in progress finish; then they are interrupted and fail' },
+  { flag: 'builder', env: 'SLIPWAY_BUILDER', def: 'buildkit', help: 'how the Docker Engine builds images: buildkit, or classic (the legacy builder, for engines without BuildKit)' },
   { flag: 'keep-images', env: 'SLIPWAY_KEEP_IMAGES', def: '5', help: 'images of the newest deployments each project keeps for rollbacks (besides running ones); older images are removed' },
   { flag: 'upstream-mode', env: 'SLIPWAY_UPSTREAM_MODE', def: 'published', help: 'how the router reaches apps: published (their port on 127.0.0.1) or network (their address on the workspace network, when Slipway runs in a container)' },
   { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
@@ -227,6 +230,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     routerOnExit: oneOf('router-on-exit', ['keep', 'stop'] as const),
     upstreamMode: oneOf('upstream-mode', ['published', 'network'] as const),
     keepImages: wholeNumber('keep-images', 1, 1000),
+    builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),
     baseImages: {
       node: raw('base-image-node'),

@@ -116,7 +116,7 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
 
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
 async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
-  const runtime = new DockerRuntime({ docker: new Docker() });
+  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder });
   try {
     await runtime.check();
   } catch (err) {

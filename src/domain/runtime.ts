@@ -255,7 +255,8 @@ export interface Runtime {
 
   /**
    * Removes every managed container, network, volume and image that the selector matches (an
-   * empty selector is refused). For cleanup and orphan removal.
+   * empty selector is refused); a network or image still used by a container it does not match
+   * stays. For cleanup and orphan removal.
    */
   purge(selector: Selector): Promise<Purged>;
 }

@@ -159,7 +159,8 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
     await repo.commit('broken', { Dockerfile: `FROM ${base}\nRUN exit 3\n` });
     const d = await deploy();
     expect(d.status).toBe('failed');
-    expect(d.error).toMatch(/^The build failed: .*returned a non-zero code: 3/);
+    // the classic builder: "returned a non-zero code: 3"; BuildKit: "exit code: 3"
+    expect(d.error).toMatch(/^The build failed: .*(returned a non-zero code|exit code): 3/);
     expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
     const p = await s.request<{ status: string }>('GET', path(project), { key: w.member.key });
     expect(p.body.data?.status).toBe('running');

@@ -477,6 +477,12 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
   });
 }
 
+// The legacy builder first (--builder classic), then the default (BuildKit), which releases the base image.
+runtimeConformance('Docker Engine, classic builder', async () => {
+  const docker = new Docker();
+  return { runtime: new DockerRuntime({ docker, builder: 'classic' }), baseImage: await ensureBaseImage(docker) };
+});
+
 runtimeConformance('Docker Engine', async () => {
   const docker = new Docker();
   return {
