@@ -414,8 +414,19 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
     });
 
     it('with init, delivers the stop signal to an app that set no handler (PID 1 would ignore it)', async () => {
-      const plain = await rt.run(spec({ command: ['sleep', '600'] }));
-      const withInit = await rt.run(spec({ command: ['sleep', '600'], init: true }));
+      // `sleep` replaces the shell once it said so: stopping earlier would signal a process that
+      // is still starting (on a loaded machine, init may not have its child yet).
+      const app = ['sh', '-c', 'echo up; exec sleep 600'];
+      const plain = await rt.run(spec({ command: app }));
+      const withInit = await rt.run(spec({ command: app, init: true }));
+      for (const c of [plain, withInit]) {
+        await until(`${c.name} to be up`, async () => {
+          const feed = await rt.logs(c.id, { follow: false });
+          const lines: LogLine[] = [];
+          for await (const line of feed) lines.push(line);
+          return lines.some((l) => l.message === 'up') ? true : undefined;
+        });
+      }
       // A kill after the grace period ends with 137 (SIGKILL); a delivered SIGTERM with 143.
       await Promise.all([rt.stop(plain.id, { graceSeconds: 1 }), rt.stop(withInit.id, { graceSeconds: 30 })]);
       expect((await rt.inspect(plain.id))?.exitCode).toBe(137);
