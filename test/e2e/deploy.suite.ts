@@ -2,9 +2,9 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { instanceId } from '../../src/store/db.js';
-import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
-import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import type { TestRepo } from '../factories/git-server.js';
+import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import type { StoreKind } from '../factories/stores.js';
 
@@ -27,9 +27,8 @@ export function deploySuite(kind: StoreKind): void {
 describe(`deploying from Git on Docker Engine through the router, store ${kind}`, () => {
   let s: TestServer;
   let w: TestWorkspace;
-  let root: RepoRoot;
+  let fx: DeployFixture;
   let repo: TestRepo;
-  let gitServer: GitServer;
   let engine: TestEngine;
   let routerPort: number;
   let base: string;
@@ -56,23 +55,16 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
 
   beforeAll(async () => {
     base = await ensureBaseImage();
-    s = await startTestServer(kind);
-    w = await makeWorkspace(s);
-    root = await RepoRoot.create();
-    repo = await root.repo('acme/hello');
+    fx = await startDeployFixture(kind, 'acme/hello');
+    ({ s, w, repo, engine } = fx);
     await repo.commit('first version', app(base, 'hello v1'));
-    gitServer = await startGitServer({ root: root.dir });
-    engine = await startTestEngine(s, { gitBaseUrl: gitServer.url });
     routerPort = engine.routerPort;
     await s.request('POST', path('/api/workspaces/WS/projects'), { key: w.member.key, body: { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' } });
     await s.request('POST', path(`${project}/git`), { key: w.member.key, body: { repo_full_name: 'acme/hello' } });
   }, 120_000);
 
   afterAll(async () => {
-    await engine.close();
-    await s.close();
-    await gitServer.close();
-    await root.dispose();
+    await fx.close();
   }, 60_000);
 
   it('answers 503 for a project that runs nothing', async () => {
@@ -225,7 +217,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
 
   it('counts restarts of a crashing app and shows the project crashed when it loops', async () => {
     await s.request('POST', path('/api/workspaces/WS/projects'), { key: w.member.key, body: { name: 'crashy', port: 8080, cpu: '0.25', ram: '0.125' } });
-    const crashRoot = await root.repo('acme/crashy');
+    const crashRoot = await fx.root.repo('acme/crashy');
     await crashRoot.commit('serves, then dies', {
       Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "httpd -p $PORT -h /www; sleep 2; exit 1"]\n`,
       'index.html': 'short-lived\n',

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { GitHubApp } from '../../src/build/index.js';
 import { instanceId } from '../../src/store/db.js';
-import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
-import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import type { GitServer, TestRepo } from '../factories/git-server.js';
+import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
@@ -58,7 +58,7 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
   let s: TestServer;
   let w: TestWorkspace;
   let fake: FakeGitHub;
-  let root: RepoRoot;
+  let fx: DeployFixture;
   let repo: TestRepo;
   let sha: string;
   let gitServer: GitServer;
@@ -108,44 +108,36 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
     docker = new Docker();
     const base = await ensureBaseImage();
     fake = await startFakeGitHub({ installations: [INSTALLATION] });
-    root = await RepoRoot.create();
-    repo = await root.repo(REPO);
-    sha = await repo.commit('a private site', {
-      Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
-      'index.html': `${CONTENT}\n`,
-    });
-    // The repository is private to the installation: only a token GitHub issued for it, sent
-    // the way GitHub expects (user x-access-token), may read it.
-    gitServer = await startGitServer({
-      root: root.dir,
-      authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION),
-    });
-    s = await startTestServer(kind);
-    w = await makeWorkspace(s);
     const record = (level: string) => (obj: object, msg: string) => {
       engineLog.push(`${level} ${msg} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? `${v.name}: ${v.message}` : v))}`);
     };
-    engine = await startTestEngine(s, {
-      gitBaseUrl: gitServer.url,
-      githubApp: new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }),
-      log: {
-        info: record('info'),
-        warn: record('warn'),
-        error: (obj, msg) => {
-          record('error')(obj, msg);
-          console.error(msg, obj);
+    fx = await startDeployFixture(kind, REPO, {
+      // The repository is private to the installation: only a token GitHub issued for it, sent
+      // the way GitHub expects (user x-access-token), may read it.
+      authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION),
+      engine: {
+        githubApp: new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }),
+        log: {
+          info: record('info'),
+          warn: record('warn'),
+          error: (obj, msg) => {
+            record('error')(obj, msg);
+            console.error(msg, obj);
+          },
         },
       },
+    });
+    ({ s, w, repo, gitServer, engine } = fx);
+    sha = await repo.commit('a private site', {
+      Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+      'index.html': `${CONTENT}\n`,
     });
     routerPort = engine.routerPort;
   }, 120_000);
 
   afterAll(async () => {
-    await engine.close();
-    await s.close();
-    await gitServer.close();
+    await fx.close();
     await fake.close();
-    await root.dispose();
   }, 60_000);
 
   it('the Git server refuses the repository without a token, with an unknown one, and with one of another installation', async () => {

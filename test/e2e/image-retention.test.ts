@@ -3,9 +3,9 @@
 // same sweep removes the networks of deleted workspaces.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
-import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import type { TestRepo } from '../factories/git-server.js';
+import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { waitFor } from '../factories/process.js';
 
 interface Deployment {
@@ -18,9 +18,8 @@ interface Deployment {
 describe('keeping the images of the newest deployments only', () => {
   let s: TestServer;
   let w: TestWorkspace;
-  let root: RepoRoot;
+  let fx: DeployFixture;
   let repo: TestRepo;
-  let gitServer: GitServer;
   let engine: TestEngine;
   const docker = new Docker();
   const project = () => `/api/workspaces/${w.slug}/projects/kept`;
@@ -44,12 +43,8 @@ describe('keeping the images of the newest deployments only', () => {
   const deployment = async (id: string) => (await s.request<Deployment>('GET', `${project()}/deployments/${id}`, { key: w.member.key })).body.data;
 
   beforeAll(async () => {
-    s = await startTestServer('sqlite');
-    w = await makeWorkspace(s);
-    root = await RepoRoot.create();
-    repo = await root.repo('acme/kept');
-    gitServer = await startGitServer({ root: root.dir });
-    engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { imageRetention: { keep: 2, everyMs: 0 } } });
+    fx = await startDeployFixture('sqlite', 'acme/kept', { engine: { tune: { imageRetention: { keep: 2, everyMs: 0 } } } });
+    ({ s, w, repo, engine } = fx);
     await repo.commit('v1', {
       Dockerfile: `FROM ${engine.base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
       ...page('kept v1'),
@@ -59,10 +54,7 @@ describe('keeping the images of the newest deployments only', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await engine.close();
-    await s.close();
-    await gitServer.close();
-    await root.dispose();
+    await fx.close();
   }, 60_000);
 
   it('removes the images beyond the two newest deployments, and a rollback to one of them answers 409', async () => {

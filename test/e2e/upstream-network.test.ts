@@ -5,9 +5,9 @@
 // runtime conformance suite (connect). Traffic goes only to the project's own containers.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
-import { RepoRoot, startGitServer, type GitServer, type TestRepo } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import type { TestRepo } from '../factories/git-server.js';
+import type { TestServer, TestWorkspace } from '../factories/harness.js';
 
 interface Deployment {
   id: string;
@@ -18,9 +18,8 @@ interface Deployment {
 describe('routing to containers on their workspace-network address (--upstream-mode network)', () => {
   let s: TestServer;
   let w: TestWorkspace;
-  let root: RepoRoot;
+  let fx: DeployFixture;
   let repo: TestRepo;
-  let gitServer: GitServer;
   let engine: TestEngine;
   const project = () => `/api/workspaces/${w.slug}/projects/net`;
   const host = () => `net-${w.slug}.apps.test`;
@@ -37,12 +36,8 @@ describe('routing to containers on their workspace-network address (--upstream-m
   }
 
   beforeAll(async () => {
-    s = await startTestServer('sqlite');
-    w = await makeWorkspace(s);
-    root = await RepoRoot.create();
-    repo = await root.repo('acme/net');
-    gitServer = await startGitServer({ root: root.dir });
-    engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { upstreamMode: 'network' } });
+    fx = await startDeployFixture('sqlite', 'acme/net', { engine: { tune: { upstreamMode: 'network' } } });
+    ({ s, w, repo, engine } = fx);
     const page = (text: string) => ({
       Dockerfile: `FROM ${engine.base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
       'index.html': `${text}\n`,
@@ -53,10 +48,7 @@ describe('routing to containers on their workspace-network address (--upstream-m
   }, 120_000);
 
   afterAll(async () => {
-    await engine.close();
-    await s.close();
-    await gitServer.close();
-    await root.dispose();
+    await fx.close();
   }, 60_000);
 
   it('deploys with nothing published, and the router serves the app on the container addresses', async () => {

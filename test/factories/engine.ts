@@ -12,9 +12,11 @@ import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchest
 import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
-import type { TestServer } from './harness.js';
+import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type TestRepo } from './git-server.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
 import { ensureBaseImage } from './images.js';
 import { freePort } from './process.js';
+import type { StoreKind } from './stores.js';
 
 export interface TestEngine {
   orchestrator: Orchestrator;
@@ -95,4 +97,43 @@ export function viaRouter(port: number, host: string, path = '/'): Promise<{ sta
     req.on('error', reject);
     req.end();
   });
+}
+
+/** What a deploy e2e file needs: a server over a fresh store, a workspace, a Git server with one repository, and the engine. */
+export interface DeployFixture {
+  s: TestServer;
+  w: TestWorkspace;
+  root: RepoRoot;
+  repo: TestRepo;
+  gitServer: GitServer;
+  engine: TestEngine;
+  /** the engine first (it purges what it made), then the server, the Git server and the repositories */
+  close(): Promise<void>;
+}
+
+export async function startDeployFixture(
+  kind: StoreKind,
+  repoName: string,
+  opts: { authorize?: GitServerOptions['authorize']; engine?: Omit<TestEngineOptions, 'gitBaseUrl'> } = {},
+): Promise<DeployFixture> {
+  const s = await startTestServer(kind);
+  const w = await makeWorkspace(s);
+  const root = await RepoRoot.create();
+  const repo = await root.repo(repoName);
+  const gitServer = await startGitServer({ root: root.dir, ...(opts.authorize === undefined ? {} : { authorize: opts.authorize }) });
+  const engine = await startTestEngine(s, { ...opts.engine, gitBaseUrl: gitServer.url });
+  return {
+    s,
+    w,
+    root,
+    repo,
+    gitServer,
+    engine,
+    close: async () => {
+      await engine.close();
+      await s.close();
+      await gitServer.close();
+      await root.dispose();
+    },
+  };
 }
