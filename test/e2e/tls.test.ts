@@ -4,15 +4,14 @@
 // router's plain port), the domain shows `verified: true` through the API, and the app answers
 // over HTTPS with SNI on --router-tls-listen.
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RepoRoot } from '../factories/git-server.js';
 import { apiClient, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';
+import { httpsGet } from '../factories/tls.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 
 interface Domain {
@@ -24,25 +23,6 @@ interface Domain {
 const PROJECT = '/api/workspaces/default/projects/shop';
 const CUSTOM = 'shop.example.com';
 const DEFAULT_HOST = 'shop-default.apps.example.net';
-
-/** HTTPS through the router's TLS listener with SNI = host, trusting only pebble's root. */
-function https(port: number, host: string, ca: string): Promise<{ status: number; body: string; issuer: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, servername: host, headers: { host }, ca, agent: false, path: '/' }, (res) => {
-      const socket = res.socket;
-      const issuer = socket instanceof TLSSocket ? String(socket.getPeerCertificate().issuer.CN) : '';
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body, issuer });
-      });
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error(`no HTTPS answer for ${host}`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('TLS with ACME through slipway serve', () => {
   let scratch: string;
@@ -126,8 +106,8 @@ describe('TLS with ACME through slipway serve', () => {
 
     const ca = await pebble.issuingRoot();
     for (const host of [CUSTOM, DEFAULT_HOST]) {
-      const answer = await waitFor(`HTTPS for ${host}`, async () => https(tlsPort, host, ca).catch(() => undefined), proc, 60_000);
-      expect(answer).toEqual({ status: 200, body: 'the shop, over TLS\n', issuer: expect.stringMatching(/^Pebble Intermediate CA/) as unknown });
+      const { status, body, issuer } = await waitFor(`HTTPS for ${host}`, async () => httpsGet(tlsPort, host, ca).catch(() => undefined), proc, 60_000);
+      expect({ status, body, issuer }).toEqual({ status: 200, body: 'the shop, over TLS\n', issuer: expect.stringMatching(/^Pebble Intermediate CA/) as unknown });
     }
     // No private key in the logs.
     expect(proc.stdout() + proc.stderr()).not.toMatch(/PRIVATE KEY/);

@@ -2,7 +2,9 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
+import { connect as tlsConnect, TLSSocket } from 'node:tls';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -62,4 +64,43 @@ export async function makeLeaf(ca: TestCa, names: string[], ips: string[] = []):
     keyFile: `${base}.key`,
     serial: serial.slice(2).toUpperCase().replace(/^0+/, ''),
   };
+}
+
+export interface HttpsAnswer {
+  status: number;
+  body: string;
+  serial: string;
+  issuer: string;
+}
+
+/** GET / over HTTPS on 127.0.0.1:port with SNI and Host = host, trusting only `ca`. */
+export function httpsGet(port: number, host: string, ca: string): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, servername: host, headers: { host }, ca, agent: false, path: '/' }, (res) => {
+      const socket = res.socket;
+      if (!(socket instanceof TLSSocket)) {
+        reject(new Error('the HTTPS answer did not come over TLS'));
+        return;
+      }
+      const cert = socket.getPeerCertificate();
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { body += d; });
+      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body, serial: cert.serialNumber, issuer: String(cert.issuer.CN) }); });
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error(`no HTTPS answer for ${host}`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Whether a TLS handshake with this SNI (none for '') completes at all, whatever the certificate. */
+export function handshakes(port: number, servername: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
+    socket.setTimeout(10_000, () => { socket.destroy(); resolve(false); });
+    socket.once('secureConnect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => { resolve(false); });
+    socket.once('close', () => { resolve(false); });
+  });
 }

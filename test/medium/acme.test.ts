@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect as tlsConnect, TLSSocket } from 'node:tls';
 import { resolveConfig } from '../../src/config.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { RouteTable, type RouterDriver, type RouterLog } from '../../src/router/index.js';
@@ -13,6 +11,7 @@ import { createRouter } from '../../src/server.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { createAcmeRouter, markDomainVerified, type CertificateManager } from '../../src/tls/index.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';
+import { handshakes, httpsGet } from '../factories/tls.js';
 import { freePort } from '../factories/process.js';
 
 /**
@@ -73,34 +72,6 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Answer {
-  status: number;
-  body: string;
-  serial: string;
-  issuer: string;
-}
-
-/** HTTPS through the router's TLS listener, SNI = host, trusting only pebble's root. */
-function https(port: number, host: string, root: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, servername: host, headers: { host }, ca: root, agent: false, path: '/' }, (res) => {
-      const socket = res.socket;
-      if (!(socket instanceof TLSSocket)) {
-        reject(new Error('the HTTPS answer did not come over TLS'));
-        return;
-      }
-      const cert = socket.getPeerCertificate();
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { body += d; });
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body, serial: cert.serialNumber, issuer: String(cert.issuer.CN) }); });
-    });
-    req.setTimeout(10_000, () => req.destroy(new Error(`no HTTPS answer for ${host}`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 function plain(port: number, host: string, path = '/'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, headers: { host }, agent: false }, (res) => {
@@ -111,16 +82,6 @@ function plain(port: number, host: string, path = '/'): Promise<{ status: number
     });
     req.on('error', reject);
     req.end();
-  });
-}
-
-function handshakes(port: number, servername: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
-    socket.setTimeout(10_000, () => { socket.destroy(); resolve(false); });
-    socket.once('secureConnect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => { resolve(false); });
-    socket.once('close', () => { resolve(false); });
   });
 }
 
@@ -201,7 +162,7 @@ describe('ACME against pebble, through the nginx router', () => {
     expect(manager.certificate(custom) !== undefined, `${pebble.output()}\n${lines.join('\n')}`).toBe(true);
     expect(manager.certificate(builtIn) !== undefined).toBe(true);
     for (const host of [custom, builtIn]) {
-      const r = await https(tlsPort, host, root);
+      const r = await httpsGet(tlsPort, host, root);
       expect(r.status).toBe(200);
       expect(JSON.parse(r.body)).toEqual({ app: 'shop', host, proto: 'https' });
       expect(r.issuer).toMatch(/^Pebble Intermediate CA/);
@@ -231,7 +192,7 @@ describe('ACME against pebble, through the nginx router', () => {
   it('renews when less than 30 days are left, judged by the clock it is given', async () => {
     const first = manager.certificate(custom);
     if (first === undefined) throw new Error('no certificate from the first test');
-    const servedSerial = (await https(tlsPort, custom, root)).serial;
+    const servedSerial = (await httpsGet(tlsPort, custom, root)).serial;
     clock.set(first.notAfter.getTime() - 31 * DAY);
     await manager.check();
     expect(manager.certificate(custom) === first).toBe(true);
@@ -241,7 +202,7 @@ describe('ACME against pebble, through the nginx router', () => {
     expect(renewed !== undefined && renewed.certificatePem !== first.certificatePem).toBe(true);
     expect(logged('tls: certificate renewed', custom)).toHaveLength(1);
     // The next handshake gets the new certificate (nginx reloaded with it).
-    expect((await https(tlsPort, custom, root)).serial).not.toBe(servedSerial);
+    expect((await httpsGet(tlsPort, custom, root)).serial).not.toBe(servedSerial);
     // Back to the present, where the renewed certificate (issued now, by the real CA) is young.
     clock.set(Date.now());
     await manager.check();
@@ -275,7 +236,7 @@ describe('ACME against pebble, through the nginx router', () => {
     clock.advance(21 * 60_000);
     await manager.check();
     expect(manager.certificate(host) !== undefined).toBe(true);
-    expect((await https(tlsPort, host, root)).status).toBe(200);
+    expect((await httpsGet(tlsPort, host, root)).status).toBe(200);
   });
 
   it('starts from the certificates on disk instead of ordering them again (here with the Node driver)', async () => {
@@ -292,7 +253,7 @@ describe('ACME against pebble, through the nginx router', () => {
       expect(second.manager.certificate(custom)?.certificatePem === before).toBe(true);
       expect(lines.filter((l) => l.includes('tls: certificate issued') || l.includes('tls: certificate renewed')).length).toBe(issuedBefore);
       const port = second.router.tlsAddress?.()?.port ?? 0;
-      const r = await https(port, custom, root);
+      const r = await httpsGet(port, custom, root);
       expect(r.status).toBe(200);
       expect(JSON.parse(r.body)).toMatchObject({ proto: 'https' });
     } finally {

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { connect as tlsConnect, TLSSocket } from 'node:tls';
+import { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -13,7 +13,7 @@ import type { RouterDriver, RouterLog, TlsCertificate, TlsOptions } from '../../
 import { NodeProxyDriver } from '../../src/router/node-proxy.driver.js';
 import { findNginx, NginxDriver } from '../../src/router/nginx.driver.js';
 import { freePort } from '../factories/process.js';
-import { makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
+import { handshakes, makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
 
 /**
  * What Slipway needs from a router data plane, checked on real HTTP with real upstreams on
@@ -585,17 +585,6 @@ function callTls(port: number, servername: string, host: string, ca: string, pat
     req.setTimeout(15_000, () => { req.destroy(new Error(`no answer on the TLS listener for ${servername} within 15 s`)); });
     req.on('error', reject);
     req.end();
-  });
-}
-
-/** Whether a TLS handshake with this SNI (none for '') completes at all, whatever the certificate. */
-function handshakes(port: number, servername: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false });
-    socket.setTimeout(10_000, () => { socket.destroy(); resolve(false); });
-    socket.once('secureConnect', () => { socket.destroy(); resolve(true); });
-    socket.once('error', () => { resolve(false); });
-    socket.once('close', () => { resolve(false); });
   });
 }
 
