@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { uuidv7 } from './clock.js';
+import { idSource, systemRandom, uuidv7 } from './clock.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from './keys.js';
 import { allows, atLeast } from './roles.js';
 import { isSlug, slugify } from './slug.js';
@@ -18,6 +18,22 @@ describe('ids and keys', () => {
     expect(a).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(parseInt(a.replace(/-/g, '').slice(0, 12), 16)).toBe(1_700_000_000_000);
     expect(a < b).toBe(true);
+  });
+
+  it('makes ids in creation order within one millisecond, and when the clock steps back', () => {
+    let ms = 1_700_000_000_000;
+    const ids = idSource({ now: () => new Date(ms) }, systemRandom);
+    const made: string[] = [];
+    for (let i = 0; i < 1000; i++) made.push(ids.id());
+    ms -= 5;
+    made.push(ids.id());
+    ms += 10;
+    made.push(ids.id());
+    expect([...made].sort()).toEqual(made);
+    expect(new Set(made).size).toBe(made.length);
+    for (const id of made) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(parseInt(made[0]?.replace(/-/g, '').slice(0, 12) ?? '', 16)).toBe(1_700_000_000_000);
+    expect(parseInt(made.at(-1)?.replace(/-/g, '').slice(0, 12) ?? '', 16)).toBe(1_700_000_000_005);
   });
 
   it('makes keys in the spec format with a display prefix', () => {
