@@ -1,7 +1,7 @@
 // Deploy latency of a tiny app through Slipway's API vs plain `docker build` + `docker run` of
 // the same repository on the same machine (goal: ratio of medians <= 1.2).
 //
-//   npx tsx bench/deploy.bench.ts [--iterations 5] [--poll-ms 50] [--builder buildkit|classic]
+//   npx tsx bench/deploy.bench.ts [--iterations 5] [--poll-ms 10] [--builder buildkit|classic]
 //
 // The app: a Dockerfile FROM the local busybox base image (test/factories/images.ts; no registry),
 // COPY index.html, CMD httpd on $PORT, in a bare repository served from a file:// root.
@@ -16,7 +16,8 @@
 // container is removed.
 // Every iteration's page is new on both sides, so both rebuild the COPY layer and both reuse the
 // cached FROM layer. One unmeasured warm-up per side; the measured iterations alternate which
-// side goes first. Both sides poll for the page every --poll-ms.
+// side goes first. Both sides poll for the page every --poll-ms (10: the plain side's app is up
+// by the time `docker port` returns, so a coarse poll would only add its granularity to Slipway's side).
 //
 // Writes bench/results/deploy-<date>.json and prints a table. Not part of the test suite.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -48,7 +49,7 @@ function arg(name: string, fallback: number): number {
 }
 
 const ITERATIONS = arg('iterations', 5);
-const POLL_MS = arg('poll-ms', 50);
+const POLL_MS = arg('poll-ms', 10);
 const RUN = `bench${Date.now().toString(36)}`;
 const PROJECT = 'tiny';
 /** the plain side's containers carry this too (besides the base image's run label) */

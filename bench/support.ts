@@ -2,7 +2,7 @@
 // (bench/deploy.bench.ts, bench/idle-memory.bench.ts): the tiny app, the process, the API, the
 // router, /proc memory readings and the clean-up. Not part of the test suite.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -156,6 +156,8 @@ export async function startServe(gitBaseUrl: string, extra: string[] = []): Prom
   assertBuilt();
   // short: the nginx control socket path must stay under 100 bytes
   const dataDir = mkdtempSync(join(tmpdir(), 'swb-'));
+  // open like a default install's ./data (mkdir, 0755), so that nginx's workers reach the router directory
+  chmodSync(dataDir, 0o755);
   const apiPort = await freePort();
   const routerPort = await freePort();
   const appsDomain = 'apps.bench';

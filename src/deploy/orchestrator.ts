@@ -1,5 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
 import { iso } from '../domain/clock.js';
 import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
@@ -94,6 +95,21 @@ function answers({ host, port }: Upstream): Promise<boolean> {
 function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
   if (mode === 'network') return c.networkAddress === null || c.port === null ? null : { host: c.networkAddress, port: c.port };
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
+}
+
+/** A loopback port nothing listens on now (the kernel's pick), for a container to publish on. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address !== null && typeof address === 'object') resolve(address.port);
+        else reject(new Error('The kernel gave no port.'));
+      });
+    });
+  });
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, T[]> {
@@ -332,6 +348,7 @@ export class Orchestrator implements Engine {
       );
     }, Math.max(1000, this.o.leaseMs / 4));
     const started: ContainerInfo[] = [];
+    let staged: Promise<void> | undefined;
     try {
       const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
       if (project === undefined) throw new DeployFailure('The project was deleted.');
@@ -356,10 +373,19 @@ export class Orchestrator implements Engine {
       const network = await this.workspaceNetwork(ws);
       const env = await this.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
+      // With the host ports chosen here, the router prepares the switch while the containers start.
+      const hostPorts = this.upstreamMode === 'published' && this.o.router.stage !== undefined ? await Promise.all(Array.from({ length: project.replicas }, () => freeLoopbackPort())) : [];
+      if (hostPorts.length > 0) {
+        const hosts = await this.hostsOf(project.id, project.slug, ws.slug);
+        staged = this.o.router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
+          this.o.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
+        });
+      }
       for (let i = 0; i < project.replicas; i++) {
-        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network));
+        started.push(await this.startContainer(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network, hostPorts[i]));
       }
       const healthy = await this.waitHealthy(started, say, this.interrupting.signal);
+      await staged;
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
@@ -387,6 +413,10 @@ export class Orchestrator implements Engine {
       const message = interrupted ? INTERRUPTED : err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
       if (!interrupted && !(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
       say(`[failed] ${message}`);
+      if (staged !== undefined) {
+        await staged;
+        await this.o.router.stage?.(d.project_id, null).catch(() => undefined);
+      }
       for (const c of started) await runtime.remove(c.id).catch(() => false);
       await flush();
       await queue.advance(d.id, worker, { kind: 'fail' }, { error: message });
@@ -463,9 +493,12 @@ export class Orchestrator implements Engine {
     }
   }
 
-  /** `network` is the workspace's, `ws-<slug>`: the callers already know the slug. */
-  private startContainer(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string): Promise<ContainerInfo> {
-    return this.o.runtime.run({
+  /**
+   * `network` is the workspace's, `ws-<slug>`: the callers already know the slug. A `hostPort`
+   * taken meanwhile gives way to one the engine picks.
+   */
+  private async startContainer(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string, hostPort?: number): Promise<ContainerInfo> {
+    const spec = {
       name,
       image,
       env,
@@ -477,9 +510,18 @@ export class Orchestrator implements Engine {
       port: project.port,
       publish: this.upstreamMode === 'published',
       labels: this.labels,
-      restart: { kind: 'unless-stopped' },
+      restart: { kind: 'unless-stopped' as const },
       init: true,
-    });
+    };
+    if (hostPort !== undefined) {
+      try {
+        return await this.o.runtime.run({ ...spec, hostPort });
+      } catch (err) {
+        if (!/port is already allocated|address already in use/i.test(err instanceof Error ? err.message : String(err))) throw err;
+        this.o.log.info({ hostPort, container: name }, 'the chosen host port was taken; the engine picks one');
+      }
+    }
+    return this.o.runtime.run(spec);
   }
 
   /** Resolves with the containers as they were when each answered. */
@@ -487,9 +529,10 @@ export class Orchestrator implements Engine {
     const deadline = Date.now() + this.o.healthTimeoutMs;
     const healthy: ContainerInfo[] = [];
     for (const c of containers) {
-      for (;;) {
+      // the first look uses what run() saw a moment ago
+      for (let first = true; ; first = false) {
         if (signal?.aborted === true) throw new DeployFailure(INTERRUPTED);
-        const now = await this.o.runtime.inspect(c.id);
+        const now = first && c.state === 'running' ? c : await this.o.runtime.inspect(c.id);
         if (now === null) throw new DeployFailure(`Container ${c.name} disappeared before it answered.`);
         if (now.state === 'exited' || now.state === 'dead') {
           throw new DeployFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);

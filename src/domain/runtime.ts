@@ -122,6 +122,12 @@ export interface ContainerSpec {
   port?: number;
   /** false: the port is reached on the container's network address only (`--upstream-mode network`); default true */
   publish?: boolean;
+  /**
+   * The host port to publish on, instead of one the engine picks: a caller that knows the
+   * address before the container starts can prepare its route meanwhile. Starting fails when
+   * the port is taken; the container is then removed.
+   */
+  hostPort?: number;
   restart: RestartPolicy;
   /**
    * Run a minimal init as PID 1 that forwards signals and reaps zombies: an app that never set

@@ -80,6 +80,21 @@ describe('renderNginxConfig', () => {
     expect(renderNginxConfig(RouteTable.empty(), { ...settings, listen: { host: '::', port: 80 } })).toContain('listen [::]:80 default_server;');
   });
 
+  it('sends a staged host to its next upstreams once the flag file exists, and refuses a flag outside its directory', () => {
+    const flag = '/var/lib/slipway/router/flags/ab12-3';
+    const next = [{ host: '127.0.0.1', port: 4101 }];
+    const staged = renderNginxConfig(table, { ...settings, staged: new Map([['a.test', { upstreams: next, flag }]]) });
+    expect(staged).toMatch(/upstream slipway-next\.a\.test \{\s*server 127\.0\.0\.1:4101 /);
+    const server = staged.split('server {').find((b) => b.includes('server_name a.test;')) ?? '';
+    expect(server).toMatch(/location \/ \{\s*if \(-f "\/var\/lib\/slipway\/router\/flags\/ab12-3"\) \{\s*proxy_pass http:\/\/slipway-next\.a\.test;\s*\}\s*proxy_pass http:\/\/slipway\.a\.test;/);
+    // the project's other host was not staged, and neither is anything without one
+    expect(staged.split('server {').find((b) => b.includes('server_name www.a.test;'))).not.toContain('flags');
+    expect(renderNginxConfig(table, settings)).not.toContain('slipway-next');
+    for (const bad of ['/var/lib/slipway/router/flags/../nginx.conf', '/tmp/flag', '/var/lib/slipway/router/flags/a"b']) {
+      expect(() => renderNginxConfig(table, { ...settings, staged: new Map([['a.test', { upstreams: next, flag: bad }]]) })).toThrow(/is not a file of/);
+    }
+  });
+
   it('refuses directories that cannot be written into the config safely', () => {
     expect(() => { assertSafeDir('relative/dir'); }).toThrow(/absolute/);
     expect(() => { assertSafeDir('/tmp/a"b'); }).toThrow(/cannot hold/);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { ACME_CHALLENGE_PATH } from './acme-challenges.js';
 import { PAGES, type RouterPage } from './pages.js';
-import { upstreamKey, type Route, type RouteTable } from './route-table.js';
+import { upstreamKey, type Route, type RouteTable, type Upstream } from './route-table.js';
 import { formatAddress, type ListenAddress } from './router.js';
 
 /**
@@ -29,6 +29,18 @@ export interface NginxConfigSettings {
   tls?: NginxTls | undefined;
   /** Slipway's HTTP-01 responder, which `/.well-known/acme-challenge/` is proxied to on the plain listener */
   acmeResponder?: ListenAddress | undefined;
+  /**
+   * Staged upstreams by host (the driver's stage()): a host here is proxied to them as soon as
+   * its flag file exists, with no reload; until then, to its upstreams in the table. Only for
+   * hosts the table serves with upstreams.
+   */
+  staged?: ReadonlyMap<string, StagedUpstreams> | undefined;
+}
+
+export interface StagedUpstreams {
+  readonly upstreams: readonly Upstream[];
+  /** a file of `<dir>/flags`: its existence switches the host over */
+  readonly flag: string;
 }
 
 export interface NginxTls {
@@ -51,6 +63,8 @@ export const nginxPaths = (dir: string) => ({
   accessLog: join(dir, 'logs', 'access.log'),
   stderr: join(dir, 'logs', 'stderr.log'),
   temp: join(dir, 'temp'),
+  /** the flag files of staged routes (see NginxConfigSettings.staged) */
+  flags: join(dir, 'flags'),
   /** copies of the certificates nginx serves, named by content (`<host>.<hash>.crt|key`), 0700 */
   certs: join(dir, 'certs'),
 });
@@ -79,25 +93,45 @@ function returnPage(page: RouterPage): string {
 }
 
 const upstreamName = (host: string): string => `slipway.${host}`;
+/** "slipway-next." cannot begin another host's `slipway.<host>` */
+const stagedUpstreamName = (host: string): string => `slipway-next.${host}`;
 
-function renderUpstream(route: Route): string {
-  const servers = route.upstreams.map((u) => `    server ${upstreamKey(u)} max_fails=1 fail_timeout=5s;`).join('\n');
+function renderUpstream(name: string, upstreams: readonly Upstream[]): string {
+  const servers = upstreams.map((u) => `    server ${upstreamKey(u)} max_fails=1 fail_timeout=5s;`).join('\n');
   // keepalive_timeout stays under the 5 s keep-alive of Node's and most apps' servers, so nginx
   // does not reuse a connection the app is closing.
-  return `  upstream ${upstreamName(route.host)} {
+  return `  upstream ${name} {
 ${servers}
     keepalive 32;
     keepalive_timeout 4s;
   }`;
 }
 
+/** The path must stay inside the flags directory (it is quoted into the config). */
+function flagPath(dir: string, file: string): string {
+  const flags = nginxPaths(dir).flags;
+  if (!file.startsWith(`${flags}/`) || !/^[a-z0-9.-]+$/.test(file.slice(flags.length + 1))) {
+    throw new Error(`The flag file ${file} is not a file of ${flags}.`);
+  }
+  return q(file);
+}
+
 /** A host's locations: the same on the plain and the TLS listener. */
-function renderLocations(route: Route): string {
-  return route.upstreams.length === 0
-      ? `    location / {
+function renderLocations(route: Route, staged: StagedUpstreams | undefined, dir: string): string {
+  if (route.upstreams.length === 0) {
+    return `    location / {
       ${returnPage(PAGES.notRunning)}
-    }`
-      : `    location / {
+    }`;
+  }
+  // A staged host switches when its flag file appears: nginx checks it on every request.
+  const flip =
+    staged === undefined
+      ? ''
+      : `
+      if (-f ${flagPath(dir, staged.flag)}) {
+        proxy_pass http://${stagedUpstreamName(route.host)};
+      }`;
+  return `    location / {${flip}
       proxy_pass http://${upstreamName(route.host)};
     }
     error_page 502 504 @slipway_502;
@@ -115,11 +149,11 @@ function renderChallenge(responder: ListenAddress | undefined): string {
     }`;
 }
 
-function renderServer(route: Route, listen: string, responder: ListenAddress | undefined): string {
+function renderServer(route: Route, listen: string, s: NginxConfigSettings): string {
   return `  server {
     listen ${listen};
-    server_name ${route.host};${renderChallenge(responder)}
-${renderLocations(route)}
+    server_name ${route.host};${renderChallenge(s.acmeResponder)}
+${renderLocations(route, s.staged?.get(route.host), s.dir)}
   }`;
 }
 
@@ -132,13 +166,13 @@ function certPath(dir: string, file: string): string {
   return q(file);
 }
 
-function renderTlsServer(route: Route, listen: string, files: CertificateFiles, dir: string): string {
+function renderTlsServer(route: Route, listen: string, files: CertificateFiles, s: NginxConfigSettings): string {
   return `  server {
     listen ${listen} ssl;
     server_name ${route.host};
-    ssl_certificate ${certPath(dir, files.certificate)};
-    ssl_certificate_key ${certPath(dir, files.privateKey)};
-${renderLocations(route)}
+    ssl_certificate ${certPath(s.dir, files.certificate)};
+    ssl_certificate_key ${certPath(s.dir, files.privateKey)};
+${renderLocations(route, s.staged?.get(route.host), s.dir)}
   }`;
 }
 
@@ -149,7 +183,7 @@ function renderTls(routes: readonly Route[], s: NginxConfigSettings): { http: st
   const listen = formatAddress(tls.listen);
   const served = routes.flatMap((r) => {
     const files = tls.files.get(r.host);
-    return files === undefined ? [] : [renderTlsServer(r, listen, files, s.dir)];
+    return files === undefined ? [] : [renderTlsServer(r, listen, files, s)];
   });
   return {
     http: `
@@ -243,7 +277,10 @@ ${protoMap}${tls.http}
   # A replica that refuses or times out is skipped for the next one (idempotent requests only).
   proxy_next_upstream error timeout;
 
-${routes.filter((r) => r.upstreams.length > 0).map(renderUpstream).join('\n\n')}
+${routes.filter((r) => r.upstreams.length > 0).flatMap((r) => {
+  const staged = s.staged?.get(r.host);
+  return [renderUpstream(upstreamName(r.host), r.upstreams), ...(staged === undefined ? [] : [renderUpstream(stagedUpstreamName(r.host), staged.upstreams)])];
+}).join('\n\n')}
 
   # Hosts no project serves.
   server {
@@ -254,7 +291,7 @@ ${routes.filter((r) => r.upstreams.length > 0).map(renderUpstream).join('\n\n')}
     }
   }
 
-${routes.map((r) => renderServer(r, listen, s.acmeResponder)).join('\n\n')}
+${routes.map((r) => renderServer(r, listen, s)).join('\n\n')}
 ${tls.servers}
   # The driver's own probe: which rendered config the workers that answer are running.
   server {

@@ -1,14 +1,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { systemRandom, type Random } from '../domain/clock.js';
 import type { AcmeChallenges } from './acme-challenges.js';
 import { AcmeResponder } from './acme-responder.js';
-import { assertSafeDir, nginxPaths, renderNginxConfig, type CertificateFiles, type NginxConfigSettings } from './nginx.config.js';
-import { RouteTable } from './route-table.js';
+import { assertSafeDir, nginxPaths, renderNginxConfig, type CertificateFiles, type NginxConfigSettings, type StagedUpstreams } from './nginx.config.js';
+import { RouteTable, upstreamKey, type ProjectRoutes, type Upstream } from './route-table.js';
 import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
 import { checkCertificates, type CheckedCertificate } from './tls-certificates.js';
 
@@ -88,6 +88,15 @@ export class NginxMissingError extends Error {
 const execFileP = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => { setTimeout(r, ms); });
 
+/** A project's next upstreams, in the config ahead of its switch (stage()). */
+interface Stage {
+  readonly project: string;
+  readonly hosts: readonly string[];
+  readonly upstreams: readonly Upstream[];
+  /** the file whose existence switches the project's hosts over */
+  readonly flag: string;
+}
+
 interface Master {
   pid: number;
   /** undefined for an adopted nginx: not our child, watched by polling */
@@ -114,6 +123,14 @@ export class NginxDriver implements RouterDriver {
   private readonly nonce: string;
   private queue: Promise<unknown> = Promise.resolve();
   private wanted: RouteTable = RouteTable.empty();
+  /** the table the running config routes by (undefined until the first apply after start) */
+  private live: RouteTable | undefined;
+  /** stage() calls not yet switched, by project */
+  private readonly stages = new Map<string, Stage>();
+  /** the stages the running config holds, by project */
+  private runningStages: ReadonlyMap<string, Stage> = new Map();
+  /** whether the workers can see flag files in the directory (see workersReach) */
+  private canStage = false;
   private certificates: ReadonlyMap<string, CheckedCertificate> = new Map();
   /** whether apply() was called since start(): before it, an adopted nginx keeps its routes */
   private applied = false;
@@ -139,6 +156,11 @@ export class NginxDriver implements RouterDriver {
     return this.adoptedMaster;
   }
 
+  /** nginx's directory, absolute */
+  get directory(): string {
+    return this.dir;
+  }
+
   /** the nginx master's pid while it runs */
   pid(): number | undefined {
     return this.master?.pid;
@@ -159,6 +181,10 @@ export class NginxDriver implements RouterDriver {
       if (this.opts.challenges !== undefined) {
         this.responder = new AcmeResponder(this.opts.challenges);
         await this.responder.start();
+      }
+      this.canStage = workersReach(this.dir);
+      if (!this.canStage) {
+        this.log.warn({ dir: this.dir }, 'router: nginx workers (user nobody) cannot reach the router directory, a parent being closed to others; switches wait for a full reload (chmod o+x the parents to switch sooner)');
       }
       const running = this.findRunning();
       if (running !== undefined) {
@@ -214,6 +240,38 @@ export class NginxDriver implements RouterDriver {
     return this.opts.tls?.listen;
   }
 
+  /**
+   * Puts a running project's next upstreams in the config ahead of the switch, behind a flag
+   * file: the apply() that then routes the project to exactly them creates the flag, and every
+   * worker proxies there from its next request on, without the reload's wait (nginx gives old
+   * workers 100 ms before it retires them). The reload that drops the flag follows as usual.
+   * Staging a project without upstreams in the live table, or with other hosts, does nothing;
+   * `null` drops a stage (the next reload leaves it out).
+   */
+  stage(project: string, routes: ProjectRoutes | null): Promise<void> {
+    if (this.state !== 'started') return Promise.reject(new Error(`The nginx router is ${this.state}, not started: routes cannot be staged.`));
+    return this.serial(async () => {
+      const live = this.live;
+      const current = live?.project(project);
+      this.stages.delete(project);
+      if (routes === null || !this.canStage || live === undefined || current === undefined || current.upstreams.length === 0 || this.master === undefined) return;
+      // validated and normalised as the table does it
+      const next = live.setProject(project, routes).project(project);
+      if (next === undefined || next.upstreams.length === 0 || !sameStrings(next.hosts, current.hosts) || sameUpstreams(next.upstreams, current.upstreams)) return;
+      await mkdir(this.paths.flags, { recursive: true });
+      await chmod(this.paths.flags, 0o755);
+      const flag = join(this.paths.flags, this.nextGeneration());
+      await rm(flag, { force: true });
+      this.stages.set(project, { project, hosts: next.hosts, upstreams: next.upstreams, flag });
+      try {
+        await this.switchTo(live, this.certificates);
+      } catch (err) {
+        this.stages.delete(project);
+        throw err;
+      }
+    });
+  }
+
   /** Calls that arrive while a reload runs share the next one, which takes the latest table and certificates. */
   private switchSoon(): Promise<void> {
     this.batch ??= this.serial(async () => {
@@ -262,26 +320,83 @@ export class NginxDriver implements RouterDriver {
   }
 
   private async switchTo(table: RouteTable, certificates: ReadonlyMap<string, CheckedCertificate>): Promise<{ drained: Promise<void> }> {
+    const flipped = await this.flip(table);
+    const stages = this.pendingStages(table);
     const files = await this.writeCertificates(table, certificates);
-    const key = this.render(table, '', files);
-    if (key === this.runningKey && this.master !== undefined) return { drained: Promise.resolve() };
+    const key = this.render(table, '', files, stages);
+    if (key === this.runningKey && this.master !== undefined) {
+      this.live = table;
+      return { drained: Promise.resolve() };
+    }
     const generation = this.nextGeneration();
-    const text = this.render(table, generation, files);
-    await this.validate(text);
-    await rename(this.paths.next, this.paths.conf);
+    const text = this.render(table, generation, files, stages);
+    try {
+      await this.validate(text);
+      await rename(this.paths.next, this.paths.conf);
+    } catch (err) {
+      await unflip(flipped);
+      throw err;
+    }
     try {
       let drained = Promise.resolve();
       if (this.master === undefined) await this.launch(generation);
       else ({ drained } = await this.reload(this.master, generation));
       this.runningKey = key;
       this.runningText = text;
-      this.log.info({ version: table.version, hosts: table.routes().length, tlsHosts: files.size }, 'router: routes applied');
+      this.live = table;
+      this.runningStages = new Map(stages.map((st) => [st.project, st]));
+      this.log.info({ version: table.version, hosts: table.routes().length, tlsHosts: files.size, staged: stages.length }, 'router: routes applied');
       await this.removeStaleCertificates(files);
+      // Flags of switched stages go once no worker of a config that names them takes requests.
+      const referenced = new Set(stages.map((st) => st.flag));
+      void drained.then(() => this.removeStaleFlags(referenced));
       return { drained };
     } catch (err) {
-      // nginx kept its previous config; so does the file a restart would read.
+      // nginx kept its previous config; so does the file a restart would read, and the routes it switched.
       if (this.runningText !== undefined) await writeFile(this.paths.conf, this.runningText);
+      await unflip(flipped);
       throw err;
+    }
+  }
+
+  /** Switches the running config's stages that `table` routes to: their flag files appear. */
+  private async flip(table: RouteTable): Promise<string[]> {
+    if (this.master === undefined) return [];
+    const flags: string[] = [];
+    for (const st of this.runningStages.values()) {
+      const next = table.project(st.project);
+      if (next === undefined || !sameStrings(next.hosts, st.hosts) || !sameUpstreams(next.upstreams, st.upstreams)) continue;
+      await writeFile(st.flag, '');
+      flags.push(st.flag);
+    }
+    if (flags.length > 0) this.log.info({ version: table.version, switched: flags.length }, 'router: staged routes switched');
+    return flags;
+  }
+
+  /** The stages still ahead of `table` (dropping those it routes to already, or that no longer fit it). */
+  private pendingStages(table: RouteTable): Stage[] {
+    const pending: Stage[] = [];
+    for (const [project, st] of this.stages) {
+      const routes = table.project(project);
+      const fits = routes !== undefined && routes.upstreams.length > 0 && sameStrings(routes.hosts, st.hosts) && !sameUpstreams(routes.upstreams, st.upstreams);
+      if (fits && !existsSync(st.flag)) pending.push(st);
+      else this.stages.delete(project);
+    }
+    return pending;
+  }
+
+  private async removeStaleFlags(referenced: ReadonlySet<string>): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.paths.flags);
+    } catch {
+      return;
+    }
+    // The running config may have changed meanwhile: keep what it names too.
+    const running = new Set([...this.runningStages.values()].map((st) => st.flag));
+    for (const name of names) {
+      const file = join(this.paths.flags, name);
+      if (!referenced.has(file) && !running.has(file)) await rm(file, { force: true });
     }
   }
 
@@ -456,8 +571,10 @@ export class NginxDriver implements RouterDriver {
     }
   }
 
-  private render(table: RouteTable, generation: string, certificateFiles: ReadonlyMap<string, CertificateFiles> = new Map()): string {
+  private render(table: RouteTable, generation: string, certificateFiles: ReadonlyMap<string, CertificateFiles> = new Map(), stages: readonly Stage[] = []): string {
+    const staged = new Map<string, StagedUpstreams>(stages.flatMap((st) => st.hosts.map((host) => [host, { upstreams: st.upstreams, flag: st.flag }] as const)));
     return renderNginxConfig(table, {
+      staged,
       listen: this.opts.listen,
       dir: this.dir,
       generation,
@@ -653,3 +770,27 @@ async function readSince(file: string, offset: number): Promise<string> {
 }
 
 const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+async function unflip(flags: readonly string[]): Promise<void> {
+  for (const f of flags) await rm(f, { force: true });
+}
+
+const sameStrings = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+const sameUpstreams = (a: readonly Upstream[], b: readonly Upstream[]): boolean => sameStrings(a.map(upstreamKey), b.map(upstreamKey));
+
+/**
+ * Whether nginx's workers can stat files in `dir`: a master run as root hands them to `nobody`,
+ * who needs every parent directory open to others (o+x). Otherwise they run as this user.
+ */
+function workersReach(dir: string): boolean {
+  if (process.getuid?.() !== 0) return true;
+  for (let d = dir; ; d = dirname(d)) {
+    try {
+      if ((statSync(d).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(d) === d) return true;
+  }
+}

@@ -1,4 +1,4 @@
-import type { RouteTable } from './route-table.js';
+import type { ProjectRoutes, RouteTable } from './route-table.js';
 
 /**
  * The seam between Slipway's route table and the data plane that carries the traffic. Every
@@ -40,6 +40,13 @@ export interface RouterDriver {
    * table's switch. Rejects (and keeps the previous routes) when the data plane refuses it.
    */
   apply(table: RouteTable): Promise<void>;
+
+  /**
+   * Prepares a coming switch of one project, without changing what is routed: a later apply()
+   * whose table gives the project exactly `routes` then takes effect sooner. For drivers whose
+   * switch is slow (nginx reloads); `null` drops the stage. Calls are serialised with apply().
+   */
+  stage?(project: string, routes: ProjectRoutes | null): Promise<void>;
 
   /** Stops listening and ends what the driver started; idempotent. */
   stop(): Promise<void>;

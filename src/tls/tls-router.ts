@@ -27,6 +27,7 @@ export function withCertificates(driver: RouterDriver, manager: CertificateManag
       await manager.stop();
       await driver.stop();
     },
+    ...(driver.stage === undefined ? {} : { stage: driver.stage.bind(driver) }),
     address: () => driver.address(),
     tlsAddress: () => driver.tlsAddress?.(),
     setCertificates: (certificates) => driver.setCertificates?.(certificates) ?? Promise.reject(new Error(`The ${driver.name} router does not serve TLS.`)),

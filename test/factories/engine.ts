@@ -2,7 +2,7 @@
 // Docker runtime, a real router driver on a free loopback port and an Orchestrator with short
 // poll and reconcile periods. Everything it makes carries the server's instance label and is
 // purged by close().
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +44,8 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   const base = await ensureBaseImage();
   const routerPort = await freePort();
   const workDir = mkdtempSync(join(tmpdir(), 'slipway-engine-'));
+  // open like a default install's ./data, so that nginx's workers reach the router directory
+  chmodSync(workDir, 0o755);
   const runtime = new DockerRuntime({ docker: new Docker() });
   const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
   const instance = await instanceId(s.store);

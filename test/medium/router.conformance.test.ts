@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { TLSSocket } from 'node:tls';
@@ -534,6 +534,114 @@ describe('nginx driver', () => {
     expect((await call(d.address().port, 'steady.test')).body).toBe('steady');
     await d.apply(t1.addHost('p', 'steady2.test'));
     expect((await call(d.address().port, 'steady2.test')).body).toBe('steady');
+  });
+
+  it('switches a staged project at apply() without dropping a request, and routes as before until then', async () => {
+    const [a, b] = await Promise.all([startUpstream('before-stage'), startUpstream('staged')]);
+    const d = await start(await makeNginx());
+    const port = d.address().port;
+    const t1 = RouteTable.empty().setProject('p', { hosts: ['stage.test', 'www.stage.test'], upstreams: [a] }).setProject('q', { hosts: ['other.test'], upstreams: [a] });
+    await d.apply(t1);
+    await d.stage('p', { hosts: ['www.stage.test', 'stage.test'], upstreams: [b] });
+    // staged, not switched: every worker still sends both hosts to the old replica
+    for (let i = 0; i < 20; i++) expect((await call(port, i % 2 === 0 ? 'stage.test' : 'www.stage.test')).body).toBe('before-stage');
+    expect(b.served).toBe(0);
+
+    const failures: string[] = [];
+    const bodies: { body: string; afterSwitch: boolean }[] = [];
+    let switched = false;
+    let stop = false;
+    const loop = async (agent: Agent | false) => {
+      while (!stop) {
+        const afterSwitch = switched;
+        try {
+          const r = await call(port, 'stage.test', { agent, retryStale: agent !== false });
+          if (r.status !== 200) failures.push(`status ${String(r.status)}`);
+          bodies.push({ body: r.body, afterSwitch });
+        } catch (err) {
+          failures.push(String(err));
+        }
+      }
+    };
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const loops = [loop(agent), loop(false)];
+    while (bodies.length < 20) await new Promise((r) => setImmediate(r));
+    const logged = logLines.length;
+    await d.apply(t1.setUpstreams('p', [b]));
+    switched = true;
+    await a.close();
+    const after = bodies.length;
+    while (bodies.length < after + 20) await new Promise((r) => setImmediate(r));
+    stop = true;
+    await Promise.all(loops);
+    agent.destroy();
+
+    expect(failures).toEqual([]);
+    expect(bodies.filter((r) => r.afterSwitch && r.body !== 'staged')).toEqual([]);
+    expect((await call(port, 'www.stage.test')).body).toBe('staged');
+    // the switch was the flag, not the reload that followed it
+    const since = logLines.slice(logged);
+    const flagged = since.findIndex((l) => l.includes('router: staged routes switched'));
+    expect(flagged).toBeGreaterThanOrEqual(0);
+    expect(since.findIndex((l) => l.includes('router: routes applied'))).toBeGreaterThan(flagged);
+    // the other project was left alone
+    expect((await call(port, 'other.test')).status).toBe(502);
+  });
+
+  it('drops a stage that an apply does not take, and ignores stages it cannot hold', async () => {
+    const [a, b, c] = await Promise.all([startUpstream('kept'), startUpstream('never'), startUpstream('instead')]);
+    const d = await start(await makeNginx());
+    const port = d.address().port;
+    const t1 = RouteTable.empty().setProject('p', { hosts: ['drop-stage.test'], upstreams: [a] });
+    // before any apply there is nothing to stage against
+    await d.stage('p', { hosts: ['drop-stage.test'], upstreams: [b] });
+    await d.apply(t1);
+    await d.stage('p', { hosts: ['drop-stage.test'], upstreams: [b] });
+    await d.apply(t1.setUpstreams('p', [c]));
+    expect((await call(port, 'drop-stage.test')).body).toBe('instead');
+    expect(b.served).toBe(0);
+    // an unknown project, other hosts, no upstreams: no stage, nothing changes
+    await d.stage('nobody', { hosts: ['nobody.test'], upstreams: [b] });
+    await d.stage('p', { hosts: ['drop-stage.test', 'more.test'], upstreams: [b] });
+    await d.stage('p', { hosts: ['drop-stage.test'], upstreams: [] });
+    expect((await call(port, 'nobody.test')).status).toBe(503);
+    expect((await call(port, 'more.test')).status).toBe(503);
+    // a host another project serves is refused, as the route table refuses it
+    await d.apply(t1.setUpstreams('p', [c]).setProject('q', { hosts: ['taken.test'], upstreams: [a] }));
+    await expect(d.stage('p', { hosts: ['taken.test'], upstreams: [b] })).rejects.toThrow(/taken\.test/);
+    // staged, then unstaged: the next reload leaves it out and the apply reloads as usual
+    await d.stage('p', { hosts: ['drop-stage.test'], upstreams: [b] });
+    await d.stage('p', null);
+    const logged = logLines.length;
+    await d.apply(t1.setUpstreams('p', [a]).setProject('q', { hosts: ['taken.test'], upstreams: [a] }));
+    expect(logLines.slice(logged).some((l) => l.includes('staged routes switched'))).toBe(false);
+    expect((await call(port, 'drop-stage.test')).body).toBe('kept');
+    expect(b.served).toBe(0);
+    // switched flags are removed once the workers that read them are gone
+    await d.stage('p', { hosts: ['drop-stage.test'], upstreams: [c] });
+    await d.apply(t1.setUpstreams('p', [c]).setProject('q', { hosts: ['taken.test'], upstreams: [a] }));
+    expect((await call(port, 'drop-stage.test')).body).toBe('instead');
+    const flags = join(d.directory, 'flags');
+    for (let i = 0; i < 100 && readdirSync(flags).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(readdirSync(flags)).toEqual([]);
+  });
+
+  it('stages nothing when its workers cannot reach its directory, and still switches by reload', async () => {
+    // make test runs as root (it installs packages): nginx's workers run as nobody
+    expect(process.getuid?.()).toBe(0);
+    const closed = join(scratch, 'closed');
+    mkdirSync(closed, { mode: 0o700 });
+    chmodSync(closed, 0o700);
+    const [a, b] = await Promise.all([startUpstream('closed-old'), startUpstream('closed-new')]);
+    const logged = logLines.length;
+    const d = await start(await makeNginx({ dir: join(closed, 'nginx') }));
+    expect(logLines.slice(logged).some((l) => l.startsWith('warn router: nginx workers (user nobody) cannot reach the router directory'))).toBe(true);
+    const t1 = RouteTable.empty().setProject('p', { hosts: ['closed.test'], upstreams: [a] });
+    await d.apply(t1);
+    await d.stage('p', { hosts: ['closed.test'], upstreams: [b] });
+    await d.apply(t1.setUpstreams('p', [b]));
+    expect((await call(d.address().port, 'closed.test')).body).toBe('closed-new');
+    expect(logLines.slice(logged).some((l) => l.includes('staged routes switched'))).toBe(false);
   });
 
   it('hands a running nginx over to the next driver on the same directory', async () => {

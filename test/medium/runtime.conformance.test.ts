@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContainerInfo, ContainerSpec, LogLine, Owner, Runtime, RuntimeEvent } from '../../src/domain/runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
-import { waitFor } from '../factories/process.js';
+import { freePort, waitFor } from '../factories/process.js';
 
 /** What a driver under test provides: the runtime, and an image on its engine with busybox's `sh` and `httpd`. */
 export interface RuntimeUnderTest {
@@ -24,7 +24,7 @@ const MiB = 1024 ** 2;
 /**
  * What the orchestrator relies on from a container runtime, on a real engine. Every driver
  * (Docker now, Swarm and Kubernetes later) must pass these cases unchanged. Everything the suite
- * creates carries a per-suite label and a unique name, publishes only ephemeral ports, and is
+ * creates carries a per-suite label and a unique name, publishes only ephemeral ports (free ones, where the case chooses), and is
  * removed by label at the end.
  */
 export function runtimeConformance(name: string, makeRuntime: () => Promise<RuntimeUnderTest>): void {
@@ -241,6 +241,18 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(await httpGet(`http://127.0.0.1:${port}/index.html`)).toBe('hello from slipway\n');
       // the value arrives byte for byte: no shell ever saw it on the way in
       expect(await httpGet(`http://127.0.0.1:${port}/env.txt`)).toBe(greeting);
+    });
+
+    it('publishes on a host port the caller chose, and refuses to start a second container on it', async () => {
+      const hostPort = await freePort();
+      const chosen = await rt.run(spec({ image: appImage, env: { GREETING: greeting, PORT: '8080' }, port: 8080, hostPort }));
+      expect(chosen).toMatchObject({ state: 'running', port: 8080, hostPort });
+      expect(await httpGet(`http://127.0.0.1:${String(hostPort)}/index.html`)).toBe('hello from slipway\n');
+      const name = unique('taken');
+      await expect(rt.run(spec({ name, image: appImage, env: { PORT: '8080' }, port: 8080, hostPort }))).rejects.toThrow(/Cannot start container .*(port is already allocated|address already in use)/);
+      // the container that could not start is gone
+      expect(await rt.inspect(name)).toBeNull();
+      await rt.remove(chosen.id);
     });
 
     it('runs a container without publishing its port, and attaches a container to another network idempotently', async () => {

@@ -369,7 +369,7 @@ export class DockerRuntime implements Runtime {
           RestartPolicy: restartPolicy(spec.restart),
           Init: spec.init === true,
           // an empty HostPort asks the engine for an ephemeral port
-          ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: '' }] } }),
+          ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: spec.hostPort === undefined ? '' : String(spec.hostPort) }] } }),
         },
         NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: [...(spec.aliases ?? [])] } } },
       });
