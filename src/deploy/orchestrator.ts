@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
 import { iso } from '../domain/clock.js';
 import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
@@ -97,19 +97,32 @@ function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
 }
 
-/** A loopback port nothing listens on now (the kernel's pick), for a container to publish on. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address !== null && typeof address === 'object') resolve(address.port);
-        else reject(new Error('The kernel gave no port.'));
-      });
-    });
-  });
+/**
+ * `n` distinct loopback ports nothing listens on now (the kernel's picks), for containers to
+ * publish on: all are held open together, so none is handed out twice.
+ */
+async function freeLoopbackPorts(n: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const server = createServer();
+      servers.push(server);
+      ports.push(
+        await new Promise<number>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => {
+            const address = server.address();
+            if (address !== null && typeof address === 'object') resolve(address.port);
+            else reject(new Error('The kernel gave no port.'));
+          });
+        }),
+      );
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => { resolve(); }))));
+  }
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, T[]> {
@@ -374,7 +387,7 @@ export class Orchestrator implements Engine {
       const env = await this.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
       // With the host ports chosen here, the router prepares the switch while the containers start.
-      const hostPorts = this.upstreamMode === 'published' && this.o.router.stage !== undefined ? await Promise.all(Array.from({ length: project.replicas }, () => freeLoopbackPort())) : [];
+      const hostPorts = this.upstreamMode === 'published' && this.o.router.stage !== undefined ? await freeLoopbackPorts(project.replicas) : [];
       if (hostPorts.length > 0) {
         const hosts = await this.hostsOf(project.id, project.slug, ws.slug);
         staged = this.o.router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
