@@ -107,14 +107,16 @@ ${servers}
   }`;
 }
 
-/** The path must stay inside the flags directory (it is quoted into the config). */
-function flagPath(dir: string, file: string): string {
-  const flags = nginxPaths(dir).flags;
-  if (!file.startsWith(`${flags}/`) || !/^[a-z0-9.-]+$/.test(file.slice(flags.length + 1))) {
-    throw new Error(`The flag file ${file} is not a file of ${flags}.`);
+/** A file of one of nginx's own directories, quoted: the path must stay inside it (it goes into the config). */
+function fileOf(directory: string, file: string, what: string): string {
+  if (!file.startsWith(`${directory}/`) || !/^[a-z0-9.-]+$/.test(file.slice(directory.length + 1))) {
+    throw new Error(`The ${what} file ${file} is not a file of ${directory}.`);
   }
   return q(file);
 }
+
+const flagPath = (dir: string, file: string): string => fileOf(nginxPaths(dir).flags, file, 'flag');
+const certPath = (dir: string, file: string): string => fileOf(nginxPaths(dir).certs, file, 'certificate');
 
 /** A host's locations: the same on the plain and the TLS listener. */
 function renderLocations(route: Route, staged: StagedUpstreams | undefined, dir: string): string {
@@ -155,15 +157,6 @@ function renderServer(route: Route, listen: string, s: NginxConfigSettings): str
     server_name ${route.host};${renderChallenge(s.acmeResponder)}
 ${renderLocations(route, s.staged?.get(route.host), s.dir)}
   }`;
-}
-
-/** The path must stay inside the certs directory (it is quoted into the config). */
-function certPath(dir: string, file: string): string {
-  const certs = nginxPaths(dir).certs;
-  if (!file.startsWith(`${certs}/`) || !/^[a-z0-9.-]+$/.test(file.slice(certs.length + 1))) {
-    throw new Error(`The certificate file ${file} is not a file of ${certs}.`);
-  }
-  return q(file);
 }
 
 function renderTlsServer(route: Route, listen: string, files: CertificateFiles, s: NginxConfigSettings): string {
