@@ -1,5 +1,7 @@
 // Deploy latency of a tiny app through Slipway's API vs plain `docker build` + `docker run` of
-// the same repository on the same machine (goal: ratio of medians <= 1.2).
+// the same repository on the same machine (goal: ratio of medians <= 1.2). Two plain sides: the
+// `docker build` this machine runs by default (the goal's comparison, docs/deploys.md "Speed"),
+// and the same builder as Slipway's (reported beside it).
 //
 //   npx tsx bench/deploy.bench.ts [--iterations 5] [--poll-ms 10] [--builder buildkit|classic]
 //
@@ -320,15 +322,19 @@ async function main(): Promise<void> {
         warm_up: { slipway_ms: warm.slipway.total_ms, plain_ms: warm.plain.total_ms },
       },
       runs: { slipway, plain },
-      goal: { ratio_of_medians: '<= 1.2', met: ratio <= 1.2 },
+      goal: {
+        ratio: '<= 1.2',
+        vs_docker_build_as_run_here: { ratio: ratioDefault, met: ratioDefault <= 1.2 },
+        vs_same_builder: { ratio, met: ratio <= 1.2 },
+      },
     };
     const file = writeResult('deploy', report);
     console.log(`slipway  median ${sw.median.toFixed(0)} ms  p90 ${sw.p90.toFixed(0)} ms`);
     console.log(`plain    median ${pl.median.toFixed(0)} ms  p90 ${pl.p90.toFixed(0)} ms`);
     console.log(`phases (Slipway, ms after POST): ${JSON.stringify(report.results.slipway_phase_medians_ms_after_post)}`);
     console.log(`phases (plain, ms): ${JSON.stringify(report.results.plain_phase_medians_ms)}`);
-    console.log(`ratio of medians ${ratio.toFixed(3)} (goal <= 1.2: ${ratio <= 1.2 ? 'met' : 'not met'})`);
-    console.log(`plain \`docker build\` as this machine runs it by default: median ${pd.median.toFixed(0)} ms; ratio ${ratioDefault.toFixed(3)}`);
+    console.log(`plain \`docker build\` as this machine runs it by default: median ${pd.median.toFixed(0)} ms; ratio ${ratioDefault.toFixed(3)} (goal <= 1.2: ${ratioDefault <= 1.2 ? 'met' : 'not met'})`);
+    console.log(`same builder as Slipway's (${BUILDER}) on the plain side: ratio of medians ${ratio.toFixed(3)} (${ratio <= 1.2 ? 'within' : 'above'} 1.2)`);
     console.log(`written to ${file}`);
   } finally {
     await cleanup();
