@@ -5,9 +5,8 @@ import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { LEASE_MS, type Services } from './api/services.js';
 import { GitHubApp, GitSource } from './build/index.js';
-import { idleEngine } from './deploy/deploy.service.js';
 import { Leadership } from './deploy/leadership.js';
-import { Orchestrator } from './deploy/orchestrator.js';
+import { Orchestrator, standbyEngine } from './deploy/orchestrator.js';
 import { createRouterDriver, type RouterDriver, type RouterLog } from './router/index.js';
 import { DockerRuntime } from './runtime/docker/docker.runtime.js';
 import { buildApp, type App } from './api/app.js';
@@ -194,6 +193,8 @@ const STANDBY_RETRY_MS = 5_000;
 async function runEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<{ stop(): Promise<void> }> {
   const leadership = new Leadership({ store: deps.store, clock: deps.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${deps.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
   let engine: Orchestrator | null = null;
+  // A standby's status view reads the pods from the engine it reaches.
+  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder }), await instanceId(deps.store));
   const elect = async () => {
     engine ??= await startEngine(config, deps, services, log);
   };
@@ -207,6 +208,7 @@ async function runEngine(config: Config, deps: Deps, services: Services, log: Fa
   } else {
     const current = await leadership.holder();
     log.warn({ holder: current?.holder, until: current?.expiresAt }, 'standby: another Slipway process runs the deploy engine on this store; this one serves the API and takes the engine over when that one stops');
+    services.engine = await observe();
   }
   const campaign = leadership.lead({
     onElected: async () => {
@@ -216,7 +218,7 @@ async function runEngine(config: Config, deps: Deps, services: Services, log: Fa
     onDeposed: async () => {
       const stopping = engine;
       engine = null;
-      services.engine = idleEngine;
+      services.engine = await observe();
       await stopping?.shutdown();
     },
     renewEveryMs: ENGINE_LEASE_MS / 3,

@@ -12,7 +12,7 @@ import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js
 import type { DeploymentRow } from '../store/schema.js';
 import { parseSettings } from '../tenancy/views.js';
 import type { BuildLog } from './build-log.js';
-import type { Engine, Pod } from './deploy.service.js';
+import { idleEngine, type Engine, type Pod } from './deploy.service.js';
 import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue } from './queue.js';
 
@@ -95,6 +95,34 @@ function answers({ host, port }: Upstream): Promise<boolean> {
 function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
   if (mode === 'network') return c.networkAddress === null || c.port === null ? null : { host: c.networkAddress, port: c.port };
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
+}
+
+/** A deployment's containers as pods, with their resource use, from the engine. */
+async function podsOf(runtime: Runtime, labels: Record<string, string>, projectId: string, deploymentId: string): Promise<Pod[]> {
+  const containers = await runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels });
+  // Stats take a sampling window each: ask for all pods at once.
+  return Promise.all(
+    containers.map(async (c) => {
+      const usage = c.state === 'running' ? await runtime.stats(c.id) : null;
+      return {
+        name: c.name,
+        status: c.state.charAt(0).toUpperCase() + c.state.slice(1),
+        ready: c.state === 'running',
+        restarts: c.restartCount,
+        startedAt: c.startedAt,
+        cpuMillicores: usage?.cpuMillicores ?? 0,
+        memoryBytes: usage?.memoryBytes ?? 0,
+      };
+    }),
+  );
+}
+
+/**
+ * The engine of a standby process (another one holds the deploy-engine lease): it changes
+ * nothing, as idleEngine, but its status view reads the pods from the engine it reaches.
+ */
+export function standbyEngine(runtime: Runtime, instanceId: string): Engine {
+  return { ...idleEngine, pods: (projectId, deploymentId) => podsOf(runtime, { [INSTANCE_LABEL]: instanceId }, projectId, deploymentId).catch(() => []) };
 }
 
 /**
@@ -286,23 +314,8 @@ export class Orchestrator implements Engine {
     await this.withProjectLock(projectId, () => this.refreshRoutes(projectId));
   }
 
-  async pods(projectId: string, deploymentId: string): Promise<Pod[]> {
-    const containers = await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
-    // Stats take a sampling window each: ask for all pods at once.
-    return Promise.all(
-      containers.map(async (c) => {
-        const usage = c.state === 'running' ? await this.o.runtime.stats(c.id) : null;
-        return {
-          name: c.name,
-          status: c.state.charAt(0).toUpperCase() + c.state.slice(1),
-          ready: c.state === 'running',
-          restarts: c.restartCount,
-          startedAt: c.startedAt,
-          cpuMillicores: usage?.cpuMillicores ?? 0,
-          memoryBytes: usage?.memoryBytes ?? 0,
-        };
-      }),
-    );
+  pods(projectId: string, deploymentId: string): Promise<Pod[]> {
+    return podsOf(this.o.runtime, this.labels, projectId, deploymentId);
   }
 
   // ---- workers ------------------------------------------------------------------------------

@@ -110,6 +110,10 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     await repo.commit('v2', app(base, 'hello v2'));
     expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
+    // The standby's status view reads the pods from the engine, as the leader's does.
+    const status = await call<{ pods: { ready: number; total: number; items: { status: string }[] } }>(b.api, 'GET', `${PROJECT}/status`);
+    expect(status.status).toBe(200);
+    expect(status.body.data?.pods).toMatchObject({ ready: 1, total: 1, items: [{ status: 'Running' }] });
 
     // The leader stops: the standby takes over, adopting the nginx the leader left serving.
     const answers: { status: number; body: string }[] = [];
