@@ -193,8 +193,8 @@ const STANDBY_RETRY_MS = 5_000;
 async function runEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<{ stop(): Promise<void> }> {
   const leadership = new Leadership({ store: deps.store, clock: deps.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${deps.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
   let engine: Orchestrator | null = null;
-  // A standby's status view reads the pods from the engine it reaches.
-  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder }), await instanceId(deps.store));
+  // A standby's status view reads the pods from the engine it reaches; its restarts go to the leader's reconciler.
+  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder }), await instanceId(deps.store), deps);
   const elect = async () => {
     engine ??= await startEngine(config, deps, services, log);
   };

@@ -118,11 +118,20 @@ async function podsOf(runtime: Runtime, labels: Record<string, string>, projectI
 }
 
 /**
- * The engine of a standby process (another one holds the deploy-engine lease): it changes
- * nothing, as idleEngine, but its status view reads the pods from the engine it reaches.
+ * The engine of a standby process (another one holds the deploy-engine lease): its status view
+ * reads the pods from the engine it reaches, and a restart is recorded on the deployment for the
+ * engine's next reconciler pass. Stops and route changes need nothing more: the reconciler
+ * follows the store.
  */
-export function standbyEngine(runtime: Runtime, instanceId: string): Engine {
-  return { ...idleEngine, pods: (projectId, deploymentId) => podsOf(runtime, { [INSTANCE_LABEL]: instanceId }, projectId, deploymentId).catch(() => []) };
+export function standbyEngine(runtime: Runtime, instanceId: string, deps: Pick<Deps, 'store' | 'clock'>): Engine {
+  return {
+    ...idleEngine,
+    pods: (projectId, deploymentId) => podsOf(runtime, { [INSTANCE_LABEL]: instanceId }, projectId, deploymentId).catch(() => []),
+    // The engine's reconciler runs it (Orchestrator.reconcile).
+    restart: async (_project, deployment) => {
+      await deps.store.db.updateTable('deployments').set({ restart_requested_at: iso(deps.clock.now()) }).where('id', '=', deployment.id).where('status', '=', 'running').execute();
+    },
+  };
 }
 
 /**
@@ -743,6 +752,7 @@ export class Orchestrator implements Engine {
         });
       });
     }
+    await this.restartRequested();
     await this.syncRoutes();
     const retention = this.o.imageRetention ?? { keep: 5, everyMs: 60_000 };
     if (Date.now() - this.lastSweep >= retention.everyMs) {
@@ -753,6 +763,20 @@ export class Orchestrator implements Engine {
   }
 
   /** Removes the workspace networks of deleted workspaces, once no container uses them. */
+  /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
+  private async restartRequested(): Promise<void> {
+    const db = this.o.deps.store.db;
+    const asked = await db.selectFrom('deployments').selectAll().where('status', '=', 'running').where('restart_requested_at', 'is not', null).execute();
+    for (const d of asked) {
+      const taken = await db.updateTable('deployments').set({ restart_requested_at: null }).where('id', '=', d.id).where('restart_requested_at', '=', d.restart_requested_at).executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 0) continue;
+      const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
+      if (project === undefined) continue;
+      this.o.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
+      await this.restart(project, d);
+    }
+  }
+
   private async sweepNetworks(): Promise<void> {
     const { deps, runtime } = this.o;
     const workspaces = new Set((await deps.store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id));

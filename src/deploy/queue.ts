@@ -57,6 +57,7 @@ export class DeployQueue {
       lease_owner: null,
       lease_until: null,
       attempts: 0,
+      restart_requested_at: null,
     };
     await this.deps.store.db.transaction().execute(async (trx) => {
       // Concurrent enqueues of one project queue on its row (PostgreSQL; SQLite has one writer).

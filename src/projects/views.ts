@@ -61,7 +61,7 @@ export function projectView(row: ProjectsTable, workspaceSlug: string, platform:
 }
 
 /** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
-export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts'>;
+export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts' | 'restart_requested_at'>;
 
 export const deploymentView = (row: DeploymentRow): DeploymentView => ({
   id: row.id,

@@ -142,6 +142,8 @@ export interface DeploymentsTable {
   lease_owner: string | null;
   lease_until: string | null;
   attempts: Generated<number>;
+  /** a rolling restart asked of a standby, for the deploy engine's reconciler to run */
+  restart_requested_at: Generated<string | null>;
 }
 
 /** A deployment as read from the store. */

@@ -111,9 +111,19 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
     // The standby's status view reads the pods from the engine, as the leader's does.
-    const status = await call<{ pods: { ready: number; total: number; items: { status: string }[] } }>(b.api, 'GET', `${PROJECT}/status`);
+    const status = await call<{ pods: { ready: number; total: number; items: { name: string; status: string }[] } }>(b.api, 'GET', `${PROJECT}/status`);
     expect(status.status).toBe(200);
     expect(status.body.data?.pods).toMatchObject({ ready: 1, total: 1, items: [{ status: 'Running' }] });
+    // A restart asked of the standby is run by the leader's reconciler: a fresh container takes over.
+    const before = status.body.data?.pods.items.map((p) => p.name) ?? [];
+    expect((await call(b.api, 'POST', `${PROJECT}/restart`)).status).toBe(202);
+    const pods = (api: string) => call<{ pods: { ready: number; items: { name: string; status: string }[] } }>(api, 'GET', `${PROJECT}/status`);
+    await waitFor('the leader to restart the replica', async () => {
+      const p = (await pods(b.api)).body.data?.pods;
+      return p?.ready === 1 && p.items.length === 1 && !before.includes(p.items[0]?.name ?? '') ? true : undefined;
+    }, a.proc, 60_000);
+    expect(a.proc.stdout()).toContain('restarting the replicas a standby was asked to restart');
+    expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
 
     // The leader stops: the standby takes over, adopting the nginx the leader left serving.
     const answers: { status: number; body: string }[] = [];

@@ -313,7 +313,7 @@ describe.each(STORE_KINDS)('leadership on %s', (kind) => {
 
   it('migrates from scratch and from the previous migration', async () => {
     const names = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(one.db);
-    expect(names.rows.map((r) => r.name).at(-1)).toBe('2026-11-23T000000-leases');
+    expect(names.rows.map((r) => r.name)).toContain('2026-11-23T000000-leases');
 
     const old = await freshDatabase(kind);
     try {

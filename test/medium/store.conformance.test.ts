@@ -43,7 +43,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     const again = await createStore(database.url);
     try {
       const names = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(again.db);
-      expect(names.rows.map((r) => r.name)).toEqual(['2026-11-21T000000-tenancy', '2026-11-21T010000-projects', '2026-11-22T000000-deploy-queue', '2026-11-23T000000-leases']);
+      expect(names.rows.map((r) => r.name)).toEqual(['2026-11-21T000000-tenancy', '2026-11-21T010000-projects', '2026-11-22T000000-deploy-queue', '2026-11-23T000000-leases', '2026-11-24T000000-restart-requests']);
     } finally {
       await again.close();
     }

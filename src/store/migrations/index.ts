@@ -4,6 +4,7 @@ import * as m20261121T000000 from './2026-11-21T000000-tenancy.js';
 import * as m20261121T010000 from './2026-11-21T010000-projects.js';
 import * as m20261122T000000 from './2026-11-22T000000-deploy-queue.js';
 import * as m20261123T000000 from './2026-11-23T000000-leases.js';
+import * as m20261124T000000 from './2026-11-24T000000-restart-requests.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -18,6 +19,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-21T010000-projects': m20261121T010000,
   '2026-11-22T000000-deploy-queue': m20261122T000000,
   '2026-11-23T000000-leases': m20261123T000000,
+  '2026-11-24T000000-restart-requests': m20261124T000000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {
