@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
 import { iso } from '../domain/clock.js';
-import type { ContainerInfo, Owner, Runtime } from '../domain/runtime.js';
+import { HostPortTakenError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
 import { UnreadableSecretError, type EnvService } from '../env/env.service.js';
 import { defaultDomain, type ProjectRow } from '../projects/resolve.js';
@@ -552,7 +552,7 @@ export class Orchestrator implements Engine {
       try {
         return await this.o.runtime.run({ ...spec, hostPort });
       } catch (err) {
-        if (!/port is already allocated|address already in use/i.test(err instanceof Error ? err.message : String(err))) throw err;
+        if (!(err instanceof HostPortTakenError)) throw err;
         this.o.log.info({ hostPort, container: name }, 'the chosen host port was taken; the engine picks one');
       }
     }
@@ -762,7 +762,6 @@ export class Orchestrator implements Engine {
     }
   }
 
-  /** Removes the workspace networks of deleted workspaces, once no container uses them. */
   /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
   private async restartRequested(): Promise<void> {
     const db = this.o.deps.store.db;
@@ -777,6 +776,7 @@ export class Orchestrator implements Engine {
     }
   }
 
+  /** Removes the workspace networks of deleted workspaces, once no container uses them. */
   private async sweepNetworks(): Promise<void> {
     const { deps, runtime } = this.o;
     const workspaces = new Set((await deps.store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id));

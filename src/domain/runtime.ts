@@ -101,6 +101,18 @@ export type RestartPolicy =
   /** like `always`, but a container Slipway stopped stays stopped when the engine restarts */
   | { kind: 'unless-stopped' };
 
+/** run() with a `hostPort` another process or container holds: the container was removed, and may be run again on another port. */
+export class HostPortTakenError extends Error {
+  constructor(
+    readonly hostPort: number,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'HostPortTakenError';
+  }
+}
+
 export interface ContainerSpec {
   /** unique on the engine */
   name: string;
@@ -124,8 +136,8 @@ export interface ContainerSpec {
   publish?: boolean;
   /**
    * The host port to publish on, instead of one the engine picks: a caller that knows the
-   * address before the container starts can prepare its route meanwhile. Starting fails when
-   * the port is taken; the container is then removed.
+   * address before the container starts can prepare its route meanwhile. Starting fails with
+   * HostPortTakenError when the port is taken; the container is then removed.
    */
   hostPort?: number;
   restart: RestartPolicy;

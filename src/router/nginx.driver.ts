@@ -8,7 +8,7 @@ import { systemRandom, type Random } from '../domain/clock.js';
 import type { AcmeChallenges } from './acme-challenges.js';
 import { AcmeResponder } from './acme-responder.js';
 import { assertSafeDir, nginxPaths, renderNginxConfig, type CertificateFiles, type NginxConfigSettings, type StagedUpstreams } from './nginx.config.js';
-import { RouteTable, upstreamKey, type ProjectRoutes, type Upstream } from './route-table.js';
+import { RouteTable, sameUpstreams, type ProjectRoutes, type Upstream } from './route-table.js';
 import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
 import { checkCertificates, type CheckedCertificate } from './tls-certificates.js';
 
@@ -776,8 +776,6 @@ async function unflip(flags: readonly string[]): Promise<void> {
 }
 
 const sameStrings = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
-
-const sameUpstreams = (a: readonly Upstream[], b: readonly Upstream[]): boolean => sameStrings(a.map(upstreamKey), b.map(upstreamKey));
 
 /**
  * Whether nginx's workers can stat files in `dir`: a master run as root hands them to `nobody`,

@@ -96,7 +96,8 @@ export function upstreamKey(u: Upstream): string {
   return u.host.includes(':') ? `[${u.host}]:${u.port}` : `${u.host}:${u.port}`;
 }
 
-const sameUpstreams = (a: readonly Upstream[], b: readonly Upstream[]): boolean =>
+/** The same replicas in the same order (round-robin follows it). */
+export const sameUpstreams = (a: readonly Upstream[], b: readonly Upstream[]): boolean =>
   a.length === b.length && a.every((u, i) => upstreamKey(u) === upstreamKey(b[i] ?? { host: '', port: 0 }));
 
 export class RouteTable {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ContainerInfo, ContainerSpec, LogLine, Owner, Runtime, RuntimeEvent } from '../../src/domain/runtime.js';
+import { HostPortTakenError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
 import { freePort, waitFor } from '../factories/process.js';
@@ -249,7 +249,9 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(chosen).toMatchObject({ state: 'running', port: 8080, hostPort });
       expect(await httpGet(`http://127.0.0.1:${String(hostPort)}/index.html`)).toBe('hello from slipway\n');
       const name = unique('taken');
-      await expect(rt.run(spec({ name, image: appImage, env: { PORT: '8080' }, port: 8080, hostPort }))).rejects.toThrow(/Cannot start container .*(port is already allocated|address already in use)/);
+      const taken = rt.run(spec({ name, image: appImage, env: { PORT: '8080' }, port: 8080, hostPort }));
+      await expect(taken).rejects.toThrow(/Cannot start container .*(port is already allocated|address already in use)/);
+      await expect(taken).rejects.toBeInstanceOf(HostPortTakenError);
       // the container that could not start is gone
       expect(await rt.inspect(name)).toBeNull();
       await rt.remove(chosen.id);

@@ -27,6 +27,7 @@ import type {
   Selector,
   StopOptions,
 } from '../../domain/runtime.js';
+import { HostPortTakenError } from '../../domain/runtime.js';
 import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
 import { Channel, LineSplitter } from './feed.js';
@@ -380,7 +381,10 @@ export class DockerRuntime implements Runtime {
       await container.start();
     } catch (err) {
       await container.remove({ force: true, v: true }).catch(() => undefined);
-      throw new Error(`Cannot start container ${spec.name}: ${engineMessage(err)}`, { cause: err });
+      const message = `Cannot start container ${spec.name}: ${engineMessage(err)}`;
+      // Docker's port allocator, or docker-proxy's bind
+      if (spec.hostPort !== undefined && /port is already allocated|address already in use/i.test(message)) throw new HostPortTakenError(spec.hostPort, message, { cause: err });
+      throw new Error(message, { cause: err });
     }
     const info = await this.inspect(container.id);
     if (info === null) throw new Error(`Container ${spec.name} disappeared right after it started.`);
