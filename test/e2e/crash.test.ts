@@ -10,15 +10,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
-import { apiClient, probeRouter, purgeInstallation } from '../factories/served.js';
+import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-}
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
@@ -235,20 +230,8 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     }
 
     // Restart on the same data directory, while a client keeps asking through the router.
-    const during: { status: number; body: string }[] = [];
-    const probing = { on: true };
-    const prober = (async () => {
-      while (probing.on) {
-        during.push(await viaRouter(routerPort));
-        await sleep(20);
-      }
-    })();
-    try {
-      proc = await serve();
-    } finally {
-      probing.on = false;
-      await prober;
-    }
+    const { answers: during, result: restarted } = await probeDuring(() => viaRouter(routerPort), 20, () => serve());
+    proc = restarted;
     expect(answers.filter((a) => a.status !== 200 || a.body !== 'hello v1\n')).toEqual([]);
     expect(during.length).toBeGreaterThan(0);
     expect(during.filter((a) => a.status !== 200 || a.body !== 'hello v1\n')).toEqual([]);

@@ -7,15 +7,7 @@ import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import type { StoreKind } from '../factories/stores.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-  image: string | null;
-  source: string;
-  commit_sha: string | null;
-}
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const app = (base: string, text: string) => ({
   Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,

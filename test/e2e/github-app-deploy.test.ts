@@ -14,15 +14,7 @@ import type { GitServer, TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-  image: string | null;
-  source: string;
-  commit_sha: string | null;
-}
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 interface GitView {
   repo_full_name: string;

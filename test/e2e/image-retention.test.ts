@@ -7,13 +7,7 @@ import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } fr
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { waitFor } from '../factories/process.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-  image: string | null;
-}
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 describe('keeping the images of the newest deployments only', () => {
   let s: TestServer;

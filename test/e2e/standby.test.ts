@@ -7,15 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
-import { apiClient, probeRouter, purgeInstallation } from '../factories/served.js';
+import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
-import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-}
+import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
@@ -126,23 +121,12 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
 
     // The leader stops: the standby takes over, adopting the nginx the leader left serving.
-    const answers: { status: number; body: string }[] = [];
-    const probing = { on: true };
-    const prober = (async () => {
-      while (probing.on) {
-        answers.push(await viaRouter(routerPort));
-        await sleep(50);
-      }
-    })();
-    try {
+    const { answers } = await probeDuring(() => viaRouter(routerPort), 50, async () => {
       expect(await a.proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
       await waitFor('the standby to take the engine over', () => (b.proc.stdout().includes('taking over the deploy engine') ? true : undefined), b.proc, 30_000);
       await repo.commit('v3', app(base, 'hello v3'));
       expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
-    } finally {
-      probing.on = false;
-      await prober;
-    }
+    });
     expect(answers.length).toBeGreaterThan(10);
     expect(answers.filter((r) => r.status !== 200)).toEqual([]);
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v3\n' });

@@ -8,12 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
-
-interface Deployment {
-  id: string;
-  status: string;
-  error: string | null;
-}
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 describe('routing to containers on their workspace-network address (--upstream-mode network)', () => {
   let s: TestServer;

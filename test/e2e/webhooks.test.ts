@@ -3,18 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign } from '../../src/webhooks/github.js';
 import { makeProject, makeWorkspace, startTestServer, type Reply, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const SECRET = 'whsec-slipway-test-0123456789';
 const HOOK = '/api/webhooks/github';
-
-interface Deployment {
-  id: string;
-  status: string;
-  source: string;
-  branch: string | null;
-  commit_sha: string | null;
-  commit_message: string | null;
-}
 
 interface Result {
   event: string;

@@ -44,6 +44,27 @@ export function probeRouter(port: number, host: string): Promise<{ status: numbe
 }
 
 /**
+ * Calls `probe` one call after another, `everyMs` apart, until `during` settles (either way);
+ * then resolves with every answer, or rejects as `during` did.
+ */
+export async function probeDuring<T, R>(probe: () => Promise<T>, everyMs: number, during: () => Promise<R>): Promise<{ answers: T[]; result: R }> {
+  const answers: T[] = [];
+  const probing = { on: true };
+  const prober = (async () => {
+    while (probing.on) {
+      answers.push(await probe());
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  try {
+    return { answers, result: await during() };
+  } finally {
+    probing.on = false;
+    await prober;
+  }
+}
+
+/**
  * Removes what the installation in `dataDir` (SQLite) made on the engine: everything labelled
  * with its instance id, and its `ws-default` network (which carries the workspace's id).
  */

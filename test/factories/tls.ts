@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { connect as tlsConnect, TLSSocket } from 'node:tls';
@@ -68,15 +69,21 @@ export async function makeLeaf(ca: TestCa, names: string[], ips: string[] = []):
 
 export interface HttpsAnswer {
   status: number;
+  headers: IncomingHttpHeaders;
   body: string;
+  /** the serial of the certificate the server presented, hex as Node gives it */
   serial: string;
   issuer: string;
+  subject: string;
 }
 
-/** GET / over HTTPS on 127.0.0.1:port with SNI and Host = host, trusting only `ca`. */
-export function httpsGet(port: number, host: string, ca: string): Promise<HttpsAnswer> {
+/**
+ * A request over HTTPS to 127.0.0.1:port with `servername` as SNI ('' sends none) and the Host
+ * header `host`, trusting only `ca`.
+ */
+export function httpsCall(port: number, servername: string, host: string, ca: string, path = '/', timeoutMs = 10_000): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, servername: host, headers: { host }, ca, agent: false, path: '/' }, (res) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, servername, ca, headers: { host }, agent: false }, (res) => {
       const socket = res.socket;
       if (!(socket instanceof TLSSocket)) {
         reject(new Error('the HTTPS answer did not come over TLS'));
@@ -86,13 +93,19 @@ export function httpsGet(port: number, host: string, ca: string): Promise<HttpsA
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => { body += d; });
-      res.on('end', () => { resolve({ status: res.statusCode ?? 0, body, serial: cert.serialNumber, issuer: String(cert.issuer.CN) }); });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, serial: cert.serialNumber, issuer: String(cert.issuer.CN), subject: String(cert.subject.CN) });
+      });
+      res.on('error', reject);
     });
-    req.setTimeout(10_000, () => req.destroy(new Error(`no HTTPS answer for ${host}`)));
+    req.setTimeout(timeoutMs, () => { req.destroy(new Error(`no HTTPS answer for ${servername === '' ? host : servername} within ${String(timeoutMs / 1000)} s`)); });
     req.on('error', reject);
     req.end();
   });
 }
+
+/** GET / over HTTPS on 127.0.0.1:port with SNI and Host = host, trusting only `ca`. */
+export const httpsGet = (port: number, host: string, ca: string): Promise<HttpsAnswer> => httpsCall(port, host, host, ca);
 
 /** Whether a TLS handshake with this SNI (none for '') completes at all, whatever the certificate. */
 export function handshakes(port: number, servername: string): Promise<boolean> {

@@ -1,8 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -13,7 +11,7 @@ import type { RouterDriver, RouterLog, TlsCertificate, TlsOptions } from '../../
 import { NodeProxyDriver } from '../../src/router/node-proxy.driver.js';
 import { findNginx, NginxDriver } from '../../src/router/nginx.driver.js';
 import { freePort } from '../factories/process.js';
-import { handshakes, makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
+import { handshakes, httpsCall, makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
 
 /**
  * What Slipway needs from a router data plane, checked on real HTTP with real upstreams on
@@ -145,10 +143,13 @@ function call(port: number, host: string, c: Call = {}): Promise<Reply> {
   });
 }
 
-function wsEcho(port: number, host: string, text: string): Promise<string> {
+/** One WebSocket round trip through the router; with `ca`, over TLS with SNI = host. */
+function wsEcho(port: number, host: string, text: string, ca?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } });
-    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no WebSocket echo within 10 s')); }, 10_000);
+    // ws hands its options to tls.connect, which takes the SNI name (its types leave it out).
+    const tls = { headers: { host }, servername: host, ca };
+    const ws = ca === undefined ? new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } }) : new WebSocket(`wss://127.0.0.1:${port}/ws`, tls);
+    const timer = setTimeout(() => { ws.terminate(); reject(new Error(`no WebSocket echo${ca === undefined ? '' : ' over TLS'} within 10 s`)); }, 10_000);
     ws.on('open', () => { ws.send(text); });
     ws.on('message', (data: Buffer) => {
       clearTimeout(timer);
@@ -673,46 +674,9 @@ interface TlsReply extends Reply {
 }
 
 /** An HTTPS request to the router's TLS listener, with `servername` as SNI ('' sends none). */
-function callTls(port: number, servername: string, host: string, ca: string, path = '/'): Promise<TlsReply> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, servername, ca, headers: { host }, agent: false }, (res) => {
-      const socket = res.socket;
-      if (!(socket instanceof TLSSocket)) {
-        reject(new Error('the HTTPS answer did not come over TLS'));
-        return;
-      }
-      const cert = socket.getPeerCertificate();
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { body += d; });
-      res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, retried: false, serial: cert.serialNumber.replace(/^0+/, ''), subject: String(cert.subject.CN) });
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(15_000, () => { req.destroy(new Error(`no answer on the TLS listener for ${servername} within 15 s`)); });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-function wssEcho(port: number, host: string, ca: string, text: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    // ws hands its options to tls.connect, which takes the SNI name (its types leave it out).
-    const options = { headers: { host }, servername: host, ca };
-    const ws = new WebSocket(`wss://127.0.0.1:${port}/ws`, options);
-    const timer = setTimeout(() => { ws.terminate(); reject(new Error('no WebSocket echo over TLS within 10 s')); }, 10_000);
-    ws.on('open', () => { ws.send(text); });
-    ws.on('message', (data: Buffer) => {
-      clearTimeout(timer);
-      ws.close();
-      resolve(data.toString('utf8'));
-    });
-    ws.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-  });
+async function callTls(port: number, servername: string, host: string, ca: string, path = '/'): Promise<TlsReply> {
+  const a = await httpsCall(port, servername, host, ca, path, 15_000);
+  return { status: a.status, headers: a.headers, body: a.body, retried: false, serial: a.serial.replace(/^0+/, ''), subject: a.subject };
 }
 
 interface TlsDriverOptions {
@@ -780,7 +744,7 @@ export function routerTlsConformance(name: string, makeDriver: (o: TlsDriverOpti
     });
 
     it('passes WebSockets through over TLS', async () => {
-      expect(await wssEcho(tlsPort, 'secure.test', ca.certificatePem, 'sealed')).toBe('tlsapp:sealed');
+      expect(await wsEcho(tlsPort, 'secure.test', 'sealed', ca.certificatePem)).toBe('tlsapp:sealed');
     });
 
     it('fails the handshake for a routed host without a certificate, an unrouted host with one, an unknown name and no SNI', async () => {
