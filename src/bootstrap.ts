@@ -5,7 +5,7 @@ import { iso } from './domain/clock.js';
 import { isUniqueViolation } from './store/dialects.js';
 import { MAX_KEY_DAYS, type ApiKeyService } from './tenancy/api-keys.service.js';
 import type { Deps } from './deps.js';
-import { findOrCreateUser } from './tenancy/users.js';
+import { createNewUser } from './tenancy/users.js';
 import { DEFAULT_SETTINGS } from './tenancy/views.js';
 
 export const BOOTSTRAP_WORKSPACE = 'default';
@@ -33,7 +33,8 @@ export async function bootstrap(
   let key: string;
   try {
     key = await deps.store.db.transaction().execute(async (trx) => {
-      const user = await findOrCreateUser(deps, trx, opts.adminEmail, 'Admin');
+      // Strictly new: a user that appeared meanwhile (another replica) is never handed this key.
+      const user = await createNewUser(deps, trx, opts.adminEmail, 'Admin');
       const now = iso(deps.clock.now());
       const workspaceId = deps.ids.id();
       await trx

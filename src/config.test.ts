@@ -82,3 +82,81 @@ describe('ACME (TLS)', () => {
     expect(() => resolveConfig({ 'router-tls-listen': 'nonsense' }, {}, '/srv')).toThrow(/--router-tls-listen must be \[host\]:port/);
   });
 });
+
+describe('SMTP and invitation tokens', () => {
+  it('sends no e-mail by default, and shows invitation tokens then', () => {
+    const c = resolveConfig({}, {}, '/srv');
+    expect(c.smtp).toBeNull();
+    expect(c.invitationTokenInResponse).toBe(true);
+  });
+
+  it('reads an smtp(s):// URL with credentials, and the From address', () => {
+    const c = resolveConfig({ 'smtp-url': 'smtps://mailer%40corp:p%3Ass@mail.example.com', 'smtp-from': 'Ops <ops@example.com>' }, { SLIPWAY_INVITATION_TOKEN_IN_RESPONSE: 'no' }, '/srv');
+    expect(c.smtp).toEqual({ host: 'mail.example.com', port: 465, secure: true, user: 'mailer@corp', password: 'p:ss', from: 'Ops <ops@example.com>' });
+    expect(c.invitationTokenInResponse).toBe(false);
+    expect(resolveConfig({ 'smtp-url': 'smtp://127.0.0.1:2525' }, {}, '/srv').smtp).toMatchObject({ host: '127.0.0.1', port: 2525, secure: false, user: null, password: null, from: 'Slipway <slipway@localhost>' });
+  });
+
+  it('refuses a bad URL, From or yes/no without ever echoing the SMTP password', () => {
+    let message = '';
+    try {
+      resolveConfig({ 'smtp-url': 'http://user:hunter2secret@mail.example.com', 'smtp-from': 'nobody', 'invitation-token-in-response': 'maybe' }, {}, '/srv');
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('--smtp-url must be an smtp:// or smtps:// URL (got a http URL).');
+    expect(message).toContain('--smtp-from must be an e-mail address');
+    expect(message).toContain('--invitation-token-in-response must be one of yes, no (got "maybe").');
+    expect(message).not.toContain('hunter2secret');
+  });
+
+  it('takes the GitHub App client id and secret together, with the App, and never echoes the secret', () => {
+    const c = resolveConfig({ 'github-app-id': '12', 'github-app-private-key-file': 'app.pem' }, { SLIPWAY_GITHUB_APP_CLIENT_ID: 'Iv1.abc', SLIPWAY_GITHUB_APP_CLIENT_SECRET: 's3cr3t-value' }, '/srv');
+    expect(c.githubApp).toEqual({ id: '12', privateKeyFile: '/srv/app.pem', apiUrl: 'https://api.github.com', clientId: 'Iv1.abc', clientSecret: 's3cr3t-value', webUrl: 'https://github.com' });
+    const problems = (flags: Record<string, string>, env: Record<string, string>) => {
+      try {
+        resolveConfig(flags, env, '/srv');
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return '';
+    };
+    const half = problems({ 'github-app-id': '12', 'github-app-private-key-file': 'app.pem' }, { SLIPWAY_GITHUB_APP_CLIENT_SECRET: 's3cr3t-value' });
+    expect(half).toContain('SLIPWAY_GITHUB_APP_CLIENT_ID is needed too: linking installations takes both the client id and the client secret of the GitHub App.');
+    expect(half).not.toContain('s3cr3t-value');
+    expect(problems({ 'github-app-client-id': 'Iv1.abc' }, { SLIPWAY_GITHUB_APP_CLIENT_SECRET: 's3cr3t-value' })).toContain('--github-app-client-id needs the GitHub App itself too');
+    expect(problems({ 'github-app-id': '12', 'github-app-private-key-file': 'app.pem', 'github-web-url': 'github.com' }, {})).toContain('--github-web-url must be an http(s):// URL');
+  });
+});
+
+describe('tenant limits and the network pool', () => {
+  const problems = (flags: Record<string, string>) => {
+    try {
+      resolveConfig(flags, {}, '/srv');
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return '';
+  };
+
+  it('limits 10 workspaces per user and 50 projects per workspace, and pools networks in 10.213.0.0/16 by default', () => {
+    const c = resolveConfig({}, {}, '/srv');
+    expect(c.limits).toEqual({ maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50 });
+    expect(c.networkPool).toEqual({ cidr: '10.213.0.0/16', size: 24 });
+    const custom = resolveConfig({ 'max-workspaces-per-user': '0', 'network-pool': '10.200.0.0/14', 'network-size': '26' }, { SLIPWAY_MAX_PROJECTS_PER_WORKSPACE: '7' }, '/srv');
+    expect(custom.limits).toEqual({ maxWorkspacesPerUser: 0, maxProjectsPerWorkspace: 7 });
+    expect(custom.networkPool).toEqual({ cidr: '10.200.0.0/14', size: 26 });
+    expect(resolveConfig({ 'network-pool': '' }, {}, '/srv').networkPool).toBeNull();
+  });
+
+  it.each([
+    [{ 'max-workspaces-per-user': '-1' }, '--max-workspaces-per-user must be a whole number from 0 to 1000000 (got "-1").'],
+    [{ 'network-pool': '10.213.0.0' }, '--network-pool with SLIPWAY_NETWORK_SIZE must be an IPv4 CIDR block like 10.213.0.0/16 (got "10.213.0.0").'],
+    [{ 'network-pool': 'fd00::/64' }, 'must be an IPv4 CIDR block'],
+    [{ 'network-pool': '10.213.1.0/16' }, 'must start at its block\'s first address (10.213.0.0/16, not "10.213.1.0/16")'],
+    [{ 'network-size': '30' }, 'needs a network size from /16 (the pool\'s own) to /28 (got /30)'],
+    [{ 'network-pool': '10.0.0.0/24', 'network-size': '16' }, 'needs a network size from /24'],
+  ])('refuses %j', (flags, message) => {
+    expect(problems(flags)).toContain(message);
+  });
+});

@@ -1,6 +1,10 @@
+import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isPostgresUrl } from './store/db.js';
 import type { RateLimit } from './api/rate-limit.js';
+import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
+import type { TenantLimits } from './tenancy/limits.js';
+import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
 
 /** Where something listens: `:3000` means every interface. */
 export interface ListenAddress {
@@ -24,8 +28,21 @@ export interface Config {
   currency: string;
   /** proxies whose X-Forwarded-For names the client (for per-address limits and logs) */
   trustProxy: string[];
-  /** HMAC secret of GitHub webhook deliveries; empty: POST /api/webhooks/github answers 503 */
+  /** HMAC secret of GitHub App webhook deliveries (POST /api/webhooks/github); empty: that route answers 503 */
   githubWebhookSecret: string;
+  /** the API's public address (https://slipway.example.com), for the webhook URLs shown; empty: paths alone */
+  publicUrl: string;
+  /** where e-mail goes (invitations); null: Slipway sends no e-mail */
+  smtp: SmtpSettings | null;
+  /** without SMTP: whether the invitation create response carries the token */
+  invitationTokenInResponse: boolean;
+  /** custom domains: dns, routed once ownership is proven; off, trusted at once (single-tenant installs) */
+  domainVerification: 'dns' | 'off';
+  /** resolvers that verification asks (`ip` or `ip:port`); empty: the system's */
+  dnsServers: string[];
+  /** this installation's public addresses: a custom domain that resolves to one of them is proven; empty: TXT records only */
+  publicAddresses: string[];
+  maxDomainsPerProject: number;
   engine: 'docker' | 'none';
   router: 'auto' | 'nginx' | 'node';
   /** where the router serves HTTPS; used only when ACME is on */
@@ -42,9 +59,14 @@ export interface Config {
   upstreamMode: 'published' | 'network';
   /** images kept per project besides those running or in progress (rollback targets) */
   keepImages: number;
+  /** workspaces a user may create and projects a workspace may hold through the API; 0: no limit */
+  limits: TenantLimits;
+  /** where workspace networks get their subnets; null: the engine's default pools */
+  networkPool: NetworkPool | null;
   /** the Docker Engine's builder: buildkit, or classic (the legacy builder) */
   builder: 'buildkit' | 'classic';
-  githubApp: { id: string; privateKeyFile: string; apiUrl: string } | null;
+  /** clientId and clientSecret: the app's OAuth client, which proves control of an installation when it is linked ('' when unset: linking is off) */
+  githubApp: { id: string; privateKeyFile: string; apiUrl: string; clientId: string; clientSecret: string; webUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
 }
 
@@ -76,6 +98,10 @@ export const SETTINGS = [
   { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
   { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
   { flag: 'trust-proxy', env: 'SLIPWAY_TRUST_PROXY', def: '', help: 'comma-separated addresses/CIDRs of reverse proxies whose X-Forwarded-For is believed (empty: none)' },
+  { flag: 'domain-verification', env: 'SLIPWAY_DOMAIN_VERIFICATION', def: 'dns', help: 'dns: a custom domain is routed (and gets certificates) once its owner proves it with a DNS TXT record (or, with --public-addresses, by pointing it here); off: every custom domain is trusted and verified at once (single-tenant installs only: any tenant can take any name\'s traffic on this router)' },
+  { flag: 'dns-servers', env: 'SLIPWAY_DNS_SERVERS', def: '', help: 'comma-separated resolvers that domain verification asks, `ip` or `ip:port`; empty: the system\'s resolvers' },
+  { flag: 'public-addresses', env: 'SLIPWAY_PUBLIC_ADDRESSES', def: '', help: 'comma-separated public IP addresses of this installation: a custom domain whose A/AAAA records include one is verified too, when no other project claims it; empty: TXT records only' },
+  { flag: 'max-domains-per-project', env: 'SLIPWAY_MAX_DOMAINS_PER_PROJECT', def: '20', help: 'custom domains a project may have (pending and verified)' },
   { flag: 'engine', env: 'SLIPWAY_ENGINE', def: 'docker', help: 'container engine that runs deployments: docker (DOCKER_HOST or /var/run/docker.sock), or none (API only: deployments queue)' },
   { flag: 'router', env: 'SLIPWAY_ROUTER', def: 'auto', help: 'router data plane: nginx, node (built-in proxy), or auto (nginx when installed)' },
   { flag: 'acme-directory-url', env: 'SLIPWAY_ACME_DIRECTORY_URL', def: '', help: 'ACME directory of the CA that issues certificates for every routed host (Let\'s Encrypt: https://acme-v02.api.letsencrypt.org/directory); empty: TLS off' },
@@ -86,17 +112,28 @@ export const SETTINGS = [
   { flag: 'health-timeout', env: 'SLIPWAY_HEALTH_TIMEOUT', def: '60', help: 'seconds new containers get to answer on their port before the deployment fails' },
   { flag: 'shutdown-grace', env: 'SLIPWAY_SHUTDOWN_GRACE', def: '30', help: 'seconds a stopping Slipway (SIGTERM, SIGINT) lets deployments in progress finish; then they are interrupted and fail' },
   { flag: 'builder', env: 'SLIPWAY_BUILDER', def: 'buildkit', help: 'how the Docker Engine builds images: buildkit, or classic (the legacy builder, for engines without BuildKit)' },
+  { flag: 'max-workspaces-per-user', env: 'SLIPWAY_MAX_WORKSPACES_PER_USER', def: '10', help: 'workspaces a user may create (those that still exist, whoever owns them now): POST /api/workspaces beyond it answers 403 (the bootstrap and `slipway admin` are not limited); 0: no limit' },
+  { flag: 'max-projects-per-workspace', env: 'SLIPWAY_MAX_PROJECTS_PER_WORKSPACE', def: '50', help: 'projects a workspace may hold: creating one more answers 403; 0: no limit' },
+  { flag: 'network-pool', env: 'SLIPWAY_NETWORK_POOL', def: '10.213.0.0/16', help: 'IPv4 block that workspace networks get their subnets from (one per workspace, never one another engine network uses); it must not be used on the host\'s own networks; empty: the engine\'s default pools (about 30 networks)' },
+  { flag: 'network-size', env: 'SLIPWAY_NETWORK_SIZE', def: '24', help: 'prefix length of each workspace network in the pool: 24 gives 256 networks of 254 addresses in a /16' },
   { flag: 'keep-images', env: 'SLIPWAY_KEEP_IMAGES', def: '5', help: 'images of the newest deployments each project keeps for rollbacks (besides running ones); older images are removed' },
   { flag: 'upstream-mode', env: 'SLIPWAY_UPSTREAM_MODE', def: 'published', help: 'how the router reaches apps: published (their port on 127.0.0.1) or network (their address on the workspace network, when Slipway runs in a container)' },
   { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
   { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
   { flag: 'github-app-private-key-file', env: 'SLIPWAY_GITHUB_APP_PRIVATE_KEY_FILE', def: '', help: 'PEM private key of the GitHub App' },
   { flag: 'github-api-url', env: 'SLIPWAY_GITHUB_API_URL', def: 'https://api.github.com', help: 'GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)' },
+  { flag: 'github-app-client-id', env: 'SLIPWAY_GITHUB_APP_CLIENT_ID', def: '', help: 'client ID of the GitHub App: with its client secret, admins link installations to workspaces (GET /api/github/setup proves control through the user\'s authorization); empty: installations cannot be linked' },
+  { flag: 'github-app-client-secret', env: 'SLIPWAY_GITHUB_APP_CLIENT_SECRET', def: '', help: 'client secret of the GitHub App (never logged)' },
+  { flag: 'github-web-url', env: 'SLIPWAY_GITHUB_WEB_URL', def: 'https://github.com', help: 'GitHub web address, where authorization codes are exchanged (GitHub Enterprise: https://HOST)' },
   { flag: 'base-image-node', env: 'SLIPWAY_BASE_IMAGE_NODE', def: 'node:20-alpine', help: 'base image of generated Dockerfiles for Node apps' },
   { flag: 'base-image-go', env: 'SLIPWAY_BASE_IMAGE_GO', def: 'golang:1.22', help: 'base image of generated Dockerfiles for Go apps' },
   { flag: 'base-image-python', env: 'SLIPWAY_BASE_IMAGE_PYTHON', def: 'python:3.12-slim', help: 'base image of generated Dockerfiles for Python apps' },
   { flag: 'base-image-static', env: 'SLIPWAY_BASE_IMAGE_STATIC', def: 'busybox:1.36', help: 'base image of generated Dockerfiles for static sites' },
-  { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'secret of the GitHub webhook that POSTs to /api/webhooks/github (auto-deploy); empty: webhooks are refused' },
+  { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'webhook secret of the GitHub App, for its deliveries to /api/webhooks/github (repository webhooks use each Git connection\'s own secret); empty: App deliveries are refused' },
+  { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: the path alone' },
+  { flag: 'smtp-url', env: 'SLIPWAY_SMTP_URL', def: '', help: 'SMTP server that sends e-mail (invitations), `smtp://[user:password@]host[:port]` or `smtps://…`; empty: no e-mail' },
+  { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
+  { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
 export type SettingName = (typeof SETTINGS)[number]['flag'];
@@ -151,15 +188,51 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     if (!Number.isInteger(n) || n < min || n > max) problems.push(`${where(name)} must be a whole number from ${min.toString()} to ${max.toString()} (got "${raw(name)}").`);
     return n;
   }
+  /** `a, b`: IP addresses (with `withPort`, also `ip:port` and `[v6]:port`), as Node's resolver takes them. */
+  function addressList(name: SettingName, withPort: boolean): string[] {
+    const items = raw(name).split(',').map((x) => x.trim()).filter((x) => x !== '');
+    for (const item of items) {
+      const m = withPort ? /^\[([^\]]+)\]:(\d{1,5})$|^([^:]+):(\d{1,5})$/.exec(item) : null;
+      const ip = m === null ? item : (m[1] ?? m[3] ?? '');
+      const port = m === null ? 1 : Number(m[2] ?? m[4]);
+      if (isIP(ip) === 0 || port < 1 || port > 65535) {
+        problems.push(`${where(name)} must be a comma-separated list of IP addresses${withPort ? ' (each optionally with :port)' : ''} (got "${item}").`);
+      }
+    }
+    return items;
+  }
   function githubApp(): Config['githubApp'] {
     const id = raw('github-app-id');
     const keyFile = raw('github-app-private-key-file');
-    if (id === '' && keyFile === '') return null;
+    if (id === '' && keyFile === '') {
+      if (raw('github-app-client-id') !== '' || raw('github-app-client-secret') !== '') {
+        problems.push(`${where(raw('github-app-client-id') !== '' ? 'github-app-client-id' : 'github-app-client-secret')} needs the GitHub App itself too (--github-app-id and --github-app-private-key-file).`);
+      }
+      return null;
+    }
     if (id === '' || keyFile === '') {
       problems.push(`${where(id === '' ? 'github-app-id' : 'github-app-private-key-file')} is needed too: a GitHub App takes both its id and its private key file.`);
       return null;
     }
-    return { id, privateKeyFile: resolve(cwd, keyFile), apiUrl: raw('github-api-url').replace(/\/+$/, '') };
+    const clientId = raw('github-app-client-id');
+    const clientSecret = raw('github-app-client-secret');
+    if ((clientId === '') !== (clientSecret === '')) {
+      problems.push(`${where(clientId === '' ? 'github-app-client-id' : 'github-app-client-secret')} is needed too: linking installations takes both the client id and the client secret of the GitHub App.`);
+    }
+    const webUrl = raw('github-web-url').replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/]/.test(webUrl)) problems.push(`${where('github-web-url')} must be an http(s):// URL, like https://github.com.`);
+    return { id, privateKeyFile: resolve(cwd, keyFile), apiUrl: raw('github-api-url').replace(/\/+$/, ''), clientId, clientSecret, webUrl };
+  }
+
+  function smtp(): SmtpSettings | null {
+    const url = raw('smtp-url');
+    const from = raw('smtp-from');
+    if (!/^[^\r\n]*<?[^@\s<>]+@[^@\s<>]+>?$/.test(from)) problems.push(`${where('smtp-from')} must be an e-mail address, optionally with a name: Name <address@example.com> (got "${from}").`);
+    if (url === '') return null;
+    const parsed = parseSmtpUrl(url, from);
+    // Never echo the URL: it may carry the SMTP password.
+    if (typeof parsed === 'string') problems.push(`${where('smtp-url')} ${parsed}.`);
+    return typeof parsed === 'string' ? null : parsed;
   }
 
   const dataDir = resolve(cwd, raw('data-dir'));
@@ -202,6 +275,29 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     return { directoryUrl, email: email === '' ? null : email, caFile: caFile === '' ? null : resolve(cwd, caFile) };
   }
 
+  function publicUrl(): string {
+    const value = raw('public-url').replace(/\/+$/, '');
+    if (value === '') return '';
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if ((url?.protocol !== 'https:' && url?.protocol !== 'http:') || url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') {
+      problems.push(`${where('public-url')} must be an http(s):// URL without query or credentials, like https://slipway.example.com (got "${value}").`);
+    }
+    return value;
+  }
+
+  function networkPool(): NetworkPool | null {
+    if (raw('network-pool').trim() === '') return null;
+    const pool = { cidr: raw('network-pool').trim(), size: Number(raw('network-size')) };
+    const problem = poolProblem(pool);
+    if (problem !== null) problems.push(`${where('network-pool')} with ${where('network-size')} ${problem}.`);
+    return pool;
+  }
+
   const routerListen = address('router-listen');
   const routerTlsListen = address('router-tls-listen');
   const config: Config = {
@@ -220,6 +316,13 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     currency,
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),
     githubWebhookSecret: raw('github-webhook-secret'),
+    publicUrl: publicUrl(),
+    smtp: smtp(),
+    invitationTokenInResponse: oneOf('invitation-token-in-response', ['yes', 'no'] as const) === 'yes',
+    domainVerification: oneOf('domain-verification', ['dns', 'off'] as const),
+    dnsServers: addressList('dns-servers', true),
+    publicAddresses: addressList('public-addresses', false),
+    maxDomainsPerProject: wholeNumber('max-domains-per-project', 1, 10_000),
     engine: oneOf('engine', ['docker', 'none'] as const),
     router: oneOf('router', ['auto', 'nginx', 'node'] as const),
     routerTlsListen,
@@ -230,6 +333,8 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     routerOnExit: oneOf('router-on-exit', ['keep', 'stop'] as const),
     upstreamMode: oneOf('upstream-mode', ['published', 'network'] as const),
     keepImages: wholeNumber('keep-images', 1, 1000),
+    limits: { maxWorkspacesPerUser: wholeNumber('max-workspaces-per-user', 0, 1_000_000), maxProjectsPerWorkspace: wholeNumber('max-projects-per-workspace', 0, 1_000_000) },
+    networkPool: networkPool(),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),
     baseImages: {

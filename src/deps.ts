@@ -1,5 +1,8 @@
 import type { Clock, IdSource, Random } from './domain/clock.js';
+import type { Mailer } from './notify/mailer.js';
+import type { GitHubIntegration } from './github/installations.js';
 import type { SecretBox } from './secrets/secret-box.js';
+import type { TenantLimits } from './tenancy/limits.js';
 import type { Store } from './store/db.js';
 
 /** Platform-wide settings the services need (from the configuration). */
@@ -11,7 +14,28 @@ export interface Platform {
   /** credit of a new workspace's wallet, in minor units */
   startingCredit: number;
   currency: string;
+  /** `--public-url`: the API's address as GitHub reaches it, for the webhook URLs shown; empty or absent: paths alone */
+  publicUrl?: string;
+  /** without a mailer: whether the invitation create response carries the token (default yes) */
+  invitationTokenInResponse?: boolean;
+  /** workspaces per user, projects per workspace (DEFAULT_TENANT_LIMITS where absent) */
+  limits?: Partial<TenantLimits>;
+  /** custom domains: proof of ownership and the limit per project (DEFAULT_DOMAIN_POLICY when absent) */
+  domains?: DomainPolicy;
 }
+
+/** How custom domains are trusted (docs/router.md "Custom domains"). */
+export interface DomainPolicy {
+  /** dns: routed once ownership is proven (TXT record, or the name resolving to a public address); off: trusted and verified at once */
+  verification: 'dns' | 'off';
+  /** resolvers asked, `ip` or `ip:port`; empty: the system's */
+  dnsServers: readonly string[];
+  /** this installation's public addresses: a name whose A/AAAA records include one is proven; empty: TXT records only */
+  publicAddresses: readonly string[];
+  maxPerProject: number;
+}
+
+export const DEFAULT_DOMAIN_POLICY: DomainPolicy = { verification: 'dns', dnsServers: [], publicAddresses: [], maxPerProject: 20 };
 
 /** What every service is built from, injected by the composition root (or a test). */
 export interface Deps {
@@ -21,4 +45,8 @@ export interface Deps {
   ids: IdSource;
   secrets: SecretBox;
   platform: Platform;
+  /** outgoing e-mail (`--smtp-url`); absent: Slipway sends none */
+  mailer?: Mailer | undefined;
+  /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
+  github?: GitHubIntegration | undefined;
 }

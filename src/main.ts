@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { createUser, CliError } from './cli/admin.js';
+import { linkInstallation } from './cli/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
 import { StartError, startServer, VERSION } from './server.js';
 
@@ -88,6 +89,22 @@ withSettings(
     });
     process.stdout.write(`${r.key}\n`);
     process.stderr.write(`Created user ${r.userId}; the key expires at ${r.expiresAt}.\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
+withSettings(
+  admin
+    .command('link-installation')
+    .description("link a GitHub App installation to a workspace without the setup-URL flow (the operator vouches for it)")
+    .requiredOption('--workspace <slug>', 'workspace whose Git connections may use the installation')
+    .requiredOption('--installation-id <id>', 'the GitHub App installation id'),
+).action(async (opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const r = await linkInstallation(config, { workspace: String(opts['workspace']), installationId: String(opts['installationId']) });
+    process.stderr.write(`Linked GitHub App installation ${String(r.installationId)} (account ${r.accountLogin}) to workspace ${r.workspace}.\n`);
   } catch (err) {
     fail(err);
   }

@@ -5,6 +5,8 @@ import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { LEASE_MS, type Services } from './api/services.js';
 import { GitHubApp, GitSource } from './build/index.js';
+import { GitHubOAuth } from './github/oauth.js';
+import type { GitHubIntegration } from './github/installations.js';
 import { Leadership } from './deploy/leadership.js';
 import { Orchestrator, standbyEngine } from './deploy/orchestrator.js';
 import { createRouterDriver, type RouterDriver, type RouterLog } from './router/index.js';
@@ -14,6 +16,7 @@ import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { idSource, systemClock, systemRandom } from './domain/clock.js';
 import { loadOrCreateSecretKey } from './secret-key.js';
+import { createSmtpMailer } from './notify/mailer.js';
 import { SecretBox } from './secrets/secret-box.js';
 import { createStore, instanceId, type Store } from './store/db.js';
 import type { Deps } from './deps.js';
@@ -40,7 +43,8 @@ async function guardSecretKey(config: Config, store: Store): Promise<void> {
   const { db } = store;
   const sealedEnv = await db.selectFrom('env_vars').select('id').where('is_secret', '=', 1).limit(1).executeTakeFirst();
   const sealedHook = await db.selectFrom('uptime_monitors').select('project_id').where('chat_webhook_url', 'is not', null).limit(1).executeTakeFirst();
-  if (sealedEnv !== undefined || sealedHook !== undefined) {
+  const sealedGitHook = await db.selectFrom('git_connections').select('project_id').where('webhook_secret', 'is not', null).limit(1).executeTakeFirst();
+  if (sealedEnv !== undefined || sealedHook !== undefined || sealedGitHook !== undefined) {
     throw new StartError(
       `the secret key file ${config.secretKeyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.`,
     );
@@ -61,9 +65,33 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       appsDomain: config.appsDomain,
       routerPort: config.routerListen.port,
       startingCredit: config.startingCredit,
+      limits: config.limits,
       currency: config.currency,
+      domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
+      publicUrl: config.publicUrl,
+      invitationTokenInResponse: config.invitationTokenInResponse,
     },
+    ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
+    ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
   };
+}
+
+/** The GitHub App of `--github-app-*`: installation tokens, and (with the client id and secret) the link flow. */
+function createGitHub(c: NonNullable<Config['githubApp']>): GitHubIntegration {
+  let privateKey: string;
+  try {
+    privateKey = readFileSync(c.privateKeyFile, 'utf8');
+  } catch (err) {
+    throw new StartError(`the GitHub App private key file ${c.privateKeyFile} (--github-app-private-key-file) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+  }
+  let app: GitHubApp;
+  try {
+    app = new GitHubApp({ appId: c.id, privateKey, apiUrl: c.apiUrl });
+  } catch (err) {
+    throw new StartError(err instanceof Error ? err.message : String(err));
+  }
+  const oauth = c.clientId === '' ? null : new GitHubOAuth({ clientId: c.clientId, clientSecret: c.clientSecret, webUrl: c.webUrl, apiUrl: c.apiUrl });
+  return { app, oauth };
 }
 
 /**
@@ -95,7 +123,7 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
     }
   }
   // Loaded only with ACME on: the ACME client and its HTTP stack cost about 25 MiB of memory.
-  const { createAcmeRouter, markDomainVerified } = await import('./tls/index.js');
+  const { createAcmeRouter } = await import('./tls/index.js');
   const acmeRouter = createAcmeRouter(
     { ...router, tls: { listen: config.routerTlsListen } },
     {
@@ -104,10 +132,9 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
       ...(ca === undefined ? {} : { ca }),
       dir: join(config.dataDir, 'tls'),
       clock: deps.clock,
+      // Only routed hosts get certificates, and a custom domain is routed once its ownership is
+      // proven (verified): a certificate no longer changes `verified`.
       log,
-      onCertificate: async (host) => {
-        if (await markDomainVerified(deps.store.db, host)) log.info({ host }, 'tls: custom domain verified (certificate issued)');
-      },
     },
   );
   return acmeRouter.router;
@@ -115,16 +142,13 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
 
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
 async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
-  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder });
+  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool });
   try {
     await runtime.check();
   } catch (err) {
     throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
   }
-  const githubApp =
-    config.githubApp === null
-      ? undefined
-      : new GitHubApp({ appId: config.githubApp.id, privateKey: readFileSync(config.githubApp.privateKeyFile, 'utf8'), apiUrl: config.githubApp.apiUrl });
+  const githubApp = deps.github?.app;
   const orchestrator = new Orchestrator({
     deps,
     queue: services.queue,
@@ -178,6 +202,9 @@ function processExists(pid: number): boolean {
   }
 }
 
+/** How often pending custom domains are checked again in the background. */
+const DOMAIN_VERIFY_EVERY_MS = 60_000;
+
 /** How long the deploy engine's lease lasts without renewal (renewed every third of it). */
 const ENGINE_LEASE_MS = 30_000;
 /** How often a standby process asks for the lease. */
@@ -194,7 +221,7 @@ async function runEngine(config: Config, deps: Deps, services: Services, log: Fa
   const leadership = new Leadership({ store: deps.store, clock: deps.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${deps.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
   let engine: Orchestrator | null = null;
   // A standby's status view reads the pods from the engine it reaches; its restarts go to the leader's reconciler.
-  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder }), await instanceId(deps.store), deps);
+  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool }), await instanceId(deps.store), deps);
   const elect = async () => {
     engine ??= await startEngine(config, deps, services, log);
   };
@@ -254,12 +281,18 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       throw new StartError(`cannot listen on ${config.listen.host}:${config.listen.port.toString()}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
     }
     const bootstrapped = await bootstrap(deps, services.apiKeys, { adminEmail: config.adminEmail, dataDir: config.dataDir });
+    // Pending custom domains are asked about again in the background (with verification off,
+    // the ones left from before are trusted at once).
+    const stopVerifying = services.domains.startBackground(DOMAIN_VERIFY_EVERY_MS, (err) => {
+      app.log.error({ err }, 'domain verification pass failed');
+    });
     return {
       app,
       store,
       url,
       bootstrapped,
       close: async () => {
+        await stopVerifying();
         await engine?.stop();
         await app.close();
         await store.close();

@@ -8,7 +8,9 @@ import type { LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
-import { errorsPlugin, frameworkErrors } from './plugins/errors.js';
+import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
+import { redactUrl } from './redact.js';
+import { RefusalLog, RequestLogController } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
 import { deployActionRoutes } from './routes/deployments/actions.routes.js';
@@ -16,6 +18,7 @@ import { buildLogRoutes } from './routes/deployments/build-logs.routes.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
+import { githubRoutes } from './routes/github/github.routes.js';
 import { projectRoutes } from './routes/projects/projects.routes.js';
 import { walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
@@ -39,12 +42,15 @@ export interface AppDeps extends Deps {
   /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
   githubWebhookSecret?: string;
   version: string;
+  /** how often open streams re-check their caller (default and maximum 10 s; tests use less) */
+  streamRecheckMs?: number;
+  /** rate-limit refusals are logged once per client per this interval (default 60 s) */
+  refusalLogMs?: number;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
 
-/** Never leak a key given in a query string (WebSocket handshakes from browsers) into the logs. */
-export const redactUrl = (url: string): string => url.replace(/([?&](?:api_key|token)=)[^&#]*/gi, '$1[redacted]');
+export { redactUrl };
 
 /** Accept a caller's request id when it looks sane; otherwise make one. */
 function requestId(header: string | string[] | undefined): string {
@@ -79,6 +85,8 @@ export async function buildApp(deps: AppDeps) {
     schemaErrorFormatter: (errors, part) => new Error(describeValidationError(errors, part)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
+    logController: new RequestLogController(),
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler());
@@ -120,6 +128,9 @@ export async function buildApp(deps: AppDeps) {
     apiKeys: services.apiKeys,
     keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
     addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
+    clock: deps.clock,
+    refusals: new RefusalLog(app.log, deps.refusalLogMs ?? 60_000),
+    streamRecheckMs: deps.streamRecheckMs ?? 10_000,
   });
 
   await app.register(systemRoutes, { store: deps.store, metrics });
@@ -129,6 +140,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(apiKeyRoutes, { services });
   await app.register(projectRoutes, { services });
   await app.register(gitRoutes, { services });
+  await app.register(githubRoutes, { services });
   await app.register(deploymentRoutes, { services });
   await app.register(buildLogRoutes, { services });
   await app.register(deployActionRoutes, { services });

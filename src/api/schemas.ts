@@ -34,6 +34,17 @@ export const Name = Type.String({ minLength: 1, maxLength: 100 });
 
 export const Email = Type.String({ format: 'email', maxLength: 254, 'x-error': 'must be a valid e-mail address' });
 
+/**
+ * An integer in a query string: plain decimal digits only (no `1e3`, `0x10`, `+5`, `1.0`, spaces;
+ * the validator refuses other spellings before Ajv would coerce them), and always bounded, so that
+ * no value reaches the store as a float or overflows a column. Every query integer uses this.
+ */
+export const QueryInteger = (opts: { minimum: number; maximum: number; default?: number; description?: string }) =>
+  Type.Integer({
+    ...opts,
+    'x-error': `must be a whole number from ${opts.minimum} to ${opts.maximum}, written in decimal digits`,
+  });
+
 export const SlugParams = Type.Object({ slug: Type.String() });
 
 export const ProjectParams = Type.Object({ slug: Type.String(), project_slug: Type.String() });

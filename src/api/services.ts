@@ -4,6 +4,7 @@ import { DeployService, idleEngine, type Engine } from '../deploy/deploy.service
 import { DeployQueue } from '../deploy/queue.js';
 import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';
+import { GitHubInstallationService } from '../github/installations.js';
 import { ProjectService } from '../projects/projects.service.js';
 import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
@@ -23,6 +24,7 @@ export interface Services {
   wallets: WalletService;
   projects: ProjectService;
   git: GitService;
+  installations: GitHubInstallationService;
   deployments: DeploymentService;
   buildLog: BuildLog;
   queue: DeployQueue;
@@ -40,6 +42,7 @@ export const LEASE_MS = 60_000;
 export function createServices(deps: Deps): Services {
   const apiKeys = new ApiKeyService(deps);
   const wallets = new WalletService(deps);
+  const installations = new GitHubInstallationService(deps);
   const queue = new DeployQueue(deps, LEASE_MS);
   const services: Services = {
     apiKeys,
@@ -48,6 +51,7 @@ export function createServices(deps: Deps): Services {
     invitations: new InvitationService(deps, apiKeys),
     wallets,
     projects: new ProjectService(deps, () => services.engine),
+    installations,
     git: new GitService(deps),
     deployments: new DeploymentService(deps),
     buildLog: new BuildLog(deps),

@@ -23,12 +23,65 @@ function makeAjv(coerce: boolean): Ajv {
   return ajv;
 }
 
+/** How an integer may be spelled in a query string or a path: decimal digits, at most 15 (exact in a double). */
+const DECIMAL = /^-?[0-9]{1,15}$/;
+
+interface Validator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+/**
+ * The integer properties of a query string or path schema. Ajv's coercion would take `1e3`,
+ * `0x10`, ` 7`, `1.0` or `99999999999999999999` (a float past every bound the store holds) as
+ * numbers, so their spelling is checked on the raw text first; and each must be bounded.
+ */
+function integerFields(schema: unknown, part: string): Map<string, Record<string, unknown>> {
+  const fields = new Map<string, Record<string, unknown>>();
+  const properties = (schema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties ?? {};
+  for (const [name, field] of Object.entries(properties)) {
+    if (field['type'] !== 'integer' && field['type'] !== 'number') continue;
+    if (typeof field['minimum'] !== 'number' || typeof field['maximum'] !== 'number') {
+      throw new Error(`The ${PART_NAMES[part] ?? part} integer "${name}" needs a minimum and a maximum: use QueryInteger.`);
+    }
+    fields.set(name, field);
+  }
+  return fields;
+}
+
+function checkedSpelling(validate: Validator, fields: Map<string, Record<string, unknown>>): Validator {
+  const wrapped: Validator = (data: unknown) => {
+    const values = (data ?? {}) as Record<string, unknown>;
+    for (const [name, field] of fields) {
+      const value = values[name];
+      if (value === undefined || (typeof value === 'string' && DECIMAL.test(value))) continue;
+      wrapped.errors = [
+        {
+          instancePath: `/${name}`,
+          schemaPath: `#/properties/${name}/format`,
+          keyword: 'format',
+          params: { format: 'whole number written in decimal digits' },
+          message: 'must be a whole number written in decimal digits',
+          parentSchema: field,
+        },
+      ];
+      return false;
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors ?? null;
+    return ok;
+  };
+  return wrapped;
+}
+
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strictAjv = makeAjv(false);
   const coercingAjv = makeAjv(true);
   return ({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? strictAjv : coercingAjv;
-    return ajv.compile(schema as object);
+    if (httpPart === 'body') return strictAjv.compile(schema as object);
+    const validate = coercingAjv.compile(schema as object);
+    const fields = integerFields(schema, httpPart ?? 'querystring');
+    return fields.size === 0 ? validate : checkedSpelling(validate, fields);
   };
 }
 

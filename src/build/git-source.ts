@@ -10,6 +10,8 @@ export type GitSourceErrorCode =
   | 'repo_not_found'
   | 'branch_not_found'
   | 'commit_not_found'
+  /** the commit asked for (with requireHead) is no longer the branch's head */
+  | 'not_head'
   /** private repository without a token, or a token the host refused */
   | 'access_denied'
   | 'unreachable'
@@ -45,6 +47,11 @@ export interface FetchRequest {
   workDir: string;
   /** a full commit id to build instead of the branch's head */
   commitSha?: string | undefined;
+  /**
+   * With commitSha: build it only if it is still the branch's head when fetched (a push
+   * webhook's commit); otherwise fail with `not_head`, and the checkout is removed.
+   */
+  requireHead?: boolean | undefined;
   /**
    * An HTTP access token (a GitHub App installation token). It reaches git through its
    * environment only: never argv, the remote URL or the checkout's `.git/config`.
@@ -138,6 +145,9 @@ export class GitSource {
         await this.run(ctx, 'clone', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', branch, '--', url, dir]);
         if (req.commitSha !== undefined) {
           const head = (await this.run(ctx, 'inspect', ['-C', dir, 'rev-parse', 'HEAD'])).trim();
+          if (head !== req.commitSha && req.requireHead === true) {
+            throw new GitSourceError('not_head', `${req.commitSha.slice(0, 12)} is no longer the head of ${branch} (now ${head.slice(0, 12)}); the newer push deploys it.`);
+          }
           if (head !== req.commitSha) {
             await this.run(ctx, 'fetch', ['-C', dir, 'fetch', '--quiet', '--depth', '1', '--no-tags', 'origin', req.commitSha], req.commitSha);
             await this.run(ctx, 'inspect', ['-C', dir, 'checkout', '--quiet', '--detach', req.commitSha]);

@@ -9,6 +9,8 @@ export type GitHubAppErrorCode =
   /** GitHub rejected the app's JWT: wrong app id or private key, or a clock far off */
   | 'unauthorized'
   | 'installation_not_found'
+  /** the installation does not cover a repository the token was asked for */
+  | 'repository_not_covered'
   /** the installation is suspended or the app lacks the permission */
   | 'forbidden'
   | 'unreachable'
@@ -68,8 +70,10 @@ export class GitHubApp {
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly fetch: typeof fetch;
-  private readonly cache = new Map<number, InstallationToken>();
-  private readonly pending = new Map<number, Promise<InstallationToken>>();
+  /** by `<installation>` (every repository) or `<installation>/<repository name>` (one) */
+  private readonly cache = new Map<string, InstallationToken & { installationId: number }>();
+  private readonly pending = new Map<string, Promise<InstallationToken>>();
+  private info: Promise<AppInfo> | undefined;
 
   constructor(opts: GitHubAppOptions) {
     this.appId = String(opts.appId).trim();
@@ -97,33 +101,122 @@ export class GitHubApp {
     return `${header}.${payload}.${base64url(signature)}`;
   }
 
-  /** A token for cloning the installation's repositories: the cached one while it has life left. */
-  async installationToken(installationId: number, opts: { signal?: AbortSignal | undefined } = {}): Promise<InstallationToken> {
+  /**
+   * An installation token: for every repository the installation covers, or (`repository`, a
+   * repository name without its owner) restricted to that one repository, as GitHub documents
+   * (`repositories` of POST /app/installations/{id}/access_tokens). The cached one while it has
+   * life left.
+   */
+  async installationToken(
+    installationId: number,
+    opts: { signal?: AbortSignal | undefined; repository?: string | undefined } = {},
+  ): Promise<InstallationToken> {
     if (!Number.isSafeInteger(installationId) || installationId <= 0) {
       throw new GitHubAppError('invalid', `The GitHub App installation id must be a positive whole number (got ${String(installationId)}).`);
     }
-    const cached = this.cache.get(installationId);
-    if (cached !== undefined && cached.expiresAt.getTime() - this.refreshBeforeMs > this.clock.now().getTime()) return cached;
-    let request = this.pending.get(installationId);
+    const repository = opts.repository?.toLowerCase();
+    const key = repository === undefined ? String(installationId) : `${String(installationId)}/${repository}`;
+    const cached = this.cache.get(key);
+    if (cached !== undefined && cached.expiresAt.getTime() - this.refreshBeforeMs > this.clock.now().getTime()) return { token: cached.token, expiresAt: cached.expiresAt };
+    let request = this.pending.get(key);
     if (request === undefined) {
-      request = this.request(installationId).then((token) => {
-        this.cache.set(installationId, token);
+      request = this.request(installationId, repository).then((token) => {
+        this.cache.set(key, { ...token, installationId });
         return token;
       });
       const shared = request;
-      void shared.finally(() => this.pending.delete(installationId)).catch(() => undefined);
-      this.pending.set(installationId, shared);
+      void shared.finally(() => this.pending.delete(key)).catch(() => undefined);
+      this.pending.set(key, shared);
     }
     // one caller giving up must not fail the others waiting on the same request
     return opts.signal === undefined ? request : abortable(request, opts.signal, installationId);
   }
 
-  /** Drops a cached token, e.g. after git reported it refused. */
+  /** Drops the cached tokens of an installation, e.g. after git reported one refused. */
   forget(installationId: number): void {
-    this.cache.delete(installationId);
+    for (const [key, t] of this.cache) if (t.installationId === installationId) this.cache.delete(key);
   }
 
-  private async request(installationId: number): Promise<InstallationToken> {
+  /** The app itself (GET /app with the JWT): its web page, under which installations start. */
+  async appInfo(): Promise<AppInfo> {
+    this.info ??= this.appRequest('/app', { authorization: `Bearer ${this.appJwt()}` }, 'the app').then((body) => {
+      const htmlUrl = body['html_url'];
+      if (typeof htmlUrl !== 'string' || !/^https?:\/\//.test(htmlUrl)) throw new GitHubAppError('bad_response', "GitHub's answer for GET /app carried no html_url.");
+      return { htmlUrl: htmlUrl.replace(/\/+$/, ''), slug: typeof body['slug'] === 'string' ? body['slug'] : '' };
+    });
+    const info = this.info;
+    // a failure is not remembered: the next caller asks again
+    info.catch(() => {
+      if (this.info === info) this.info = undefined;
+    });
+    return info;
+  }
+
+  /** One installation of this app (GET /app/installations/{id} with the JWT): the account it is on. */
+  async installation(installationId: number): Promise<{ id: number; accountLogin: string }> {
+    if (!Number.isSafeInteger(installationId) || installationId <= 0) {
+      throw new GitHubAppError('invalid', `The GitHub App installation id must be a positive whole number (got ${String(installationId)}).`);
+    }
+    const body = await this.appRequest(`/app/installations/${String(installationId)}`, { authorization: `Bearer ${this.appJwt()}` }, `installation ${String(installationId)} of GitHub App ${this.appId}`);
+    const account = typeof body['account'] === 'object' && body['account'] !== null ? (body['account'] as Record<string, unknown>) : {};
+    return { id: installationId, accountLogin: typeof account['login'] === 'string' ? account['login'] : '' };
+  }
+
+  /**
+   * Whether the installation covers `owner/name` (GET /installation/repositories with an
+   * installation token, every page). Repository names compare case-insensitively, as on GitHub.
+   */
+  async covers(installationId: number, repoFullName: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<boolean> {
+    try {
+      return await this.listCovers(installationId, repoFullName, opts);
+    } catch (err) {
+      // a cached token GitHub no longer takes (revoked): once more with a fresh one
+      if (!(err instanceof GitHubAppError && err.code === 'unauthorized')) throw err;
+      this.forget(installationId);
+      return this.listCovers(installationId, repoFullName, opts);
+    }
+  }
+
+  private async listCovers(installationId: number, repoFullName: string, opts: { signal?: AbortSignal | undefined }): Promise<boolean> {
+    const wanted = repoFullName.toLowerCase();
+    const { token } = await this.installationToken(installationId, opts);
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const body = await this.appRequest(`/installation/repositories?per_page=100&page=${String(page)}`, { authorization: `token ${token}` }, `installation ${String(installationId)}`);
+      const repos = body['repositories'];
+      if (!Array.isArray(repos)) throw new GitHubAppError('bad_response', `GitHub's list of the repositories of installation ${String(installationId)} carried no repositories.`);
+      for (const r of repos as unknown[]) {
+        const name = typeof r === 'object' && r !== null ? (r as Record<string, unknown>)['full_name'] : undefined;
+        if (typeof name === 'string' && name.toLowerCase() === wanted) return true;
+      }
+      const total = typeof body['total_count'] === 'number' ? body['total_count'] : 0;
+      if (repos.length < 100 || page * 100 >= total) return false;
+    }
+    return false;
+  }
+
+  /** A GET to the API; the JSON object answered, or a GitHubAppError naming `what`. */
+  private async appRequest(path: string, auth: { authorization: string }, what: string): Promise<Record<string, unknown>> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    let res: Response;
+    try {
+      res = await this.fetch(`${this.apiUrl}${path}`, {
+        headers: { accept: 'application/vnd.github+json', ...auth, 'x-github-api-version': API_VERSION, 'user-agent': this.userAgent },
+        signal: timeout,
+      });
+    } catch (err) {
+      const why = timeout.aborted ? `no answer within ${String(this.timeoutMs / 1000)} s` : causeOf(err);
+      throw new GitHubAppError('unreachable', `The GitHub API at ${this.apiUrl} could not be reached (${why}).`);
+    }
+    const body = parseJson(await res.text().catch(() => ''));
+    const says = typeof body?.['message'] === 'string' ? ` GitHub says: "${body['message'].slice(0, 200)}".` : '';
+    if (res.status === 401) throw new GitHubAppError('unauthorized', `GitHub rejected the credentials of GitHub App ${this.appId} for ${what}: check the app id and the private key, and the server's clock.${says}`);
+    if (res.status === 403) throw new GitHubAppError('forbidden', `GitHub refused access to ${what}.${says}`);
+    if (res.status === 404) throw new GitHubAppError('installation_not_found', `GitHub does not know ${what}.${says}`);
+    if (res.status !== 200 || body === undefined) throw new GitHubAppError('bad_response', `GitHub answered ${String(res.status)} when asked about ${what}.${says}`);
+    return body;
+  }
+
+  private async request(installationId: number, repository: string | undefined): Promise<InstallationToken> {
     const url = `${this.apiUrl}/app/installations/${installationId}/access_tokens`;
     const timeout = AbortSignal.timeout(this.timeoutMs);
     let res: Response;
@@ -135,7 +228,9 @@ export class GitHubApp {
           authorization: `Bearer ${this.appJwt()}`,
           'x-github-api-version': API_VERSION,
           'user-agent': this.userAgent,
+          ...(repository === undefined ? {} : { 'content-type': 'application/json' }),
         },
+        ...(repository === undefined ? {} : { body: JSON.stringify({ repositories: [repository] }) }),
         signal: timeout,
       });
     } catch (err) {
@@ -155,6 +250,11 @@ export class GitHubApp {
         throw new GitHubAppError('forbidden', `GitHub refused a token for installation ${installationId}: the installation may be suspended or lack permission.${says}`);
       case 404:
         throw new GitHubAppError('installation_not_found', `GitHub App installation ${installationId} was not found: the app may have been uninstalled, or the installation belongs to another app.`);
+      case 422:
+        if (repository !== undefined) {
+          throw new GitHubAppError('repository_not_covered', `GitHub App installation ${installationId} does not cover the repository ${repository}: add it to the installation's repositories on GitHub.`);
+        }
+        throw new GitHubAppError('bad_response', `GitHub answered 422 when asked for a token of installation ${installationId}.${says}`);
       default:
         throw new GitHubAppError('bad_response', `GitHub answered ${res.status} when asked for a token of installation ${installationId}.${says}`);
     }
@@ -167,14 +267,15 @@ export class GitHubApp {
   }
 }
 
-/**
- * The token a clone of a Git connection uses: none when no app is configured or the
- * connection names no installation (0, the default), which suits public repositories.
- */
-export async function accessTokenFor(app: GitHubApp | undefined, installationId: number, signal?: AbortSignal): Promise<string | undefined> {
-  if (app === undefined || installationId === 0) return undefined;
-  return (await app.installationToken(installationId, { signal })).token;
+/** What GET /app tells of the app. */
+export interface AppInfo {
+  /** `https://github.com/apps/<slug>`: installations start at `<htmlUrl>/installations/new` */
+  htmlUrl: string;
+  slug: string;
 }
+
+/** Pages of 100 read from GET /installation/repositories before giving up (10,000 repositories). */
+const MAX_PAGES = 100;
 
 function abortable<T>(work: Promise<T>, signal: AbortSignal, installationId: number): Promise<T> {
   const cancelled = () => new GitHubAppError('cancelled', `The request for a token of installation ${installationId} was cancelled.`);

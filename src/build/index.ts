@@ -5,10 +5,10 @@ export {
   GitHubApp,
   GitHubAppError,
   GITHUB_API_URL,
-  accessTokenFor,
   type GitHubAppOptions,
   type GitHubAppErrorCode,
   type InstallationToken,
+  type AppInfo,
 } from './github-app.js';
 export {
   prepareBuildContext,

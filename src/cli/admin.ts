@@ -4,7 +4,8 @@ import { isRole, type Role } from '../domain/roles.js';
 import type { Config } from '../config.js';
 import { createStore } from '../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
-import { findOrCreateUser, normalizeEmail } from '../tenancy/users.js';
+import { createNewUser, normalizeEmail } from '../tenancy/users.js';
+import { isUniqueViolation } from '../store/dialects.js';
 import { iso } from '../domain/clock.js';
 
 export class CliError extends Error {}
@@ -21,16 +22,20 @@ export async function createUser(config: Config, input: { email: string; workspa
   try {
     const deps = await createDeps(config, store);
     const keys = new ApiKeyService(deps);
+    const email = normalizeEmail(input.email);
+    const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
     return await store.db.transaction().execute(async (trx) => {
       const ws = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirst();
       if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
-      const email = normalizeEmail(input.email);
       const existing = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-      if (existing !== undefined) throw new CliError(`A user with e-mail ${email} already exists.`);
-      const user = await findOrCreateUser(deps, trx, email, input.name);
+      if (existing !== undefined) throw taken();
+      // Strictly new: a user created meanwhile by another process is never handed this key.
+      const user = await createNewUser(deps, trx, email, input.name);
       await trx.insertInto('members').values({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(systemClock.now()) }).execute();
       const key = await keys.issue(trx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
       return { userId: user.id, key: key.key, expiresAt: key.expires_at };
+    }).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? taken() : err;
     });
   } finally {
     await store.close();

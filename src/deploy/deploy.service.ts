@@ -3,11 +3,15 @@ import { iso } from '../domain/clock.js';
 import { AppError, conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow } from '../projects/resolve.js';
+import { isUniqueViolation } from '../store/dialects.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
+
+/** How long a delivery's claim is kept: a replay of an older one meets the head check instead. */
+export const DELIVERY_RETENTION_MS = 7 * 86_400_000;
 
 /** What the API asks of the running orchestrator (the workers and the engine behind them). */
 export interface Engine {
@@ -46,8 +50,13 @@ export const idleEngine: Engine = {
 export interface Push {
   repoFullName: string;
   branch: string;
-  commitSha?: string | undefined;
+  commitSha: string;
   commitMessage?: string | undefined;
+}
+
+/** A push as a GitHub App delivers it: it names the installation it comes from. */
+export interface AppPush extends Push {
+  installationId: number;
 }
 
 /**
@@ -129,14 +138,21 @@ export class DeployService {
   }
 
   /**
-   * A push to `repo@branch`: deploy every project connected to it with auto_deploy on. Projects
-   * of workspaces without credit are skipped. Returns the queued deployments.
+   * A GitHub App delivery of a push to `repo@branch`: deploy every project connected to it with
+   * auto_deploy on whose connection uses that very installation, linked to the project's own
+   * workspace. Projects of workspaces without credit are skipped. The deployments build the
+   * pushed commit only if it is still the branch's head when fetched. Returns them.
    */
-  async deployFromPush(push: Push): Promise<DeploymentView[]> {
+  async deployFromAppPush(push: AppPush): Promise<DeploymentView[]> {
+    if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
     const projects = await this.deps.store.db
       .selectFrom('git_connections')
       .innerJoin('projects', 'projects.id', 'git_connections.project_id')
+      .innerJoin('github_installations', (j) =>
+        j.onRef('github_installations.workspace_id', '=', 'projects.workspace_id').onRef('github_installations.installation_id', '=', 'git_connections.installation_id'),
+      )
       .select(['projects.id', 'projects.workspace_id'])
+      .where('git_connections.installation_id', '=', push.installationId)
       // GitHub names are case-insensitive: Acme/Web and acme/web are one repository.
       .where((eb) => eb(eb.fn('lower', ['git_connections.repo_full_name']), '=', push.repoFullName.toLowerCase()))
       .where('git_connections.branch', '=', push.branch)
@@ -144,15 +160,54 @@ export class DeployService {
       .execute();
     const queued: DeploymentView[] = [];
     for (const p of projects) {
-      try {
-        await this.wallets.requireFunds(p.workspace_id);
-      } catch (err) {
-        if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') continue;
-        throw err;
-      }
-      queued.push(await this.enqueue({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha ?? null, commitMessage: push.commitMessage ?? null }));
+      const d = await this.deployPush(p, push);
+      if (d !== null) queued.push(d);
     }
     return queued;
+  }
+
+  /**
+   * A repository webhook's push, delivered to one connection's URL and verified with its secret:
+   * deploy that connection's project, and only if the push is for its repository and branch and
+   * auto_deploy is on (the caller checked); null when its workspace has no credit.
+   */
+  async deployConnectionPush(projectId: string, push: Push): Promise<DeploymentView | null> {
+    const p = await this.deps.store.db.selectFrom('projects').select(['id', 'workspace_id']).where('id', '=', projectId).executeTakeFirst();
+    if (p === undefined) return null;
+    return this.deployPush(p, push);
+  }
+
+  /**
+   * Claims a delivery for `receiver` (`app`, or a connection's webhook id): false when the same
+   * delivery id, or the same body, was claimed before (the store's unique keys decide, so two
+   * replicas or two concurrent retries never both act). Claims older than a week are pruned.
+   */
+  async claimDelivery(receiver: string, deliveryId: string, payloadDigest: string): Promise<boolean> {
+    const { db } = this.deps.store;
+    const now = this.deps.clock.now();
+    await db.deleteFrom('webhook_deliveries').where('received_at', '<', iso(new Date(now.getTime() - DELIVERY_RETENTION_MS))).execute();
+    try {
+      await db.insertInto('webhook_deliveries').values({ receiver, delivery_id: deliveryId, payload_digest: payloadDigest, received_at: iso(now) }).execute();
+      return true;
+    } catch (err) {
+      if (isUniqueViolation(err)) return false;
+      throw err;
+    }
+  }
+
+  /** A claimed delivery whose handling failed: GitHub's redelivery may try again. */
+  async releaseDelivery(receiver: string, deliveryId: string): Promise<void> {
+    await this.deps.store.db.deleteFrom('webhook_deliveries').where('receiver', '=', receiver).where('delivery_id', '=', deliveryId).execute();
+  }
+
+  private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
+    try {
+      await this.wallets.requireFunds(p.workspace_id);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return null;
+      throw err;
+    }
+    return this.enqueue({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
   }
 
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {

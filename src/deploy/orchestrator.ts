@@ -1,11 +1,12 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { accessTokenFor, GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
+import { GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
+import { cloneTokenFor } from '../github/installations.js';
 import { iso } from '../domain/clock.js';
-import { HostPortTakenError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
+import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
-import { UnreadableSecretError, type EnvService } from '../env/env.service.js';
+import { UnusableEnvError, type EnvService } from '../env/env.service.js';
 import { defaultDomain, type ProjectRow } from '../projects/resolve.js';
 import { ramBytes } from '../projects/resources.js';
 import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js';
@@ -411,7 +412,7 @@ export class Orchestrator implements Engine {
       // With the host ports chosen here, the router prepares the switch while the containers start.
       const hostPorts = this.upstreamMode === 'published' && this.o.router.stage !== undefined ? await freeLoopbackPorts(project.replicas) : [];
       if (hostPorts.length > 0) {
-        const hosts = await this.hostsOf(project.id, project.slug, ws.slug);
+        const hosts = await this.hostsOf(project);
         staged = this.o.router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
           this.o.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
         });
@@ -425,7 +426,7 @@ export class Orchestrator implements Engine {
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
       // stored before the status changes: a log follower ends ([END]) as soon as it sees it.
-      const url = defaultDomain(project.slug, ws.slug, deps.platform.appsDomain);
+      const url = defaultDomain(project, deps.platform.appsDomain);
       const previous = await this.withProjectLock(project.id, async () => {
         const running = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
         await this.route(project.id, this.upstreamsFrom(healthy));
@@ -480,8 +481,9 @@ export class Orchestrator implements Engine {
     say(`Fetching ${conn.repo_full_name}@${branch} from ${git.host}.`);
     let checkout;
     try {
-      const token = await accessTokenFor(this.o.githubApp, Number(conn.installation_id), signal);
-      checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, token, timeoutMs, signal });
+      // only an installation still linked to the project's workspace, restricted to this repository
+      const token = await cloneTokenFor(deps.store.db, this.o.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
+      checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, requireHead: d.require_head === 1, token, timeoutMs, signal });
     } catch (err) {
       // A cached installation token that Git refused (revoked, access removed) is not used again.
       if (err instanceof GitSourceError && err.code === 'access_denied') this.o.githubApp?.forget(Number(conn.installation_id));
@@ -524,7 +526,7 @@ export class Orchestrator implements Engine {
     try {
       return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
     } catch (err) {
-      throw err instanceof UnreadableSecretError ? new DeployFailure(err.message) : err;
+      throw err instanceof UnusableEnvError ? new DeployFailure(err.message) : err;
     }
   }
 
@@ -626,7 +628,10 @@ export class Orchestrator implements Engine {
   /** The workspace's network, created when missing, with Slipway's own container attached in `network` mode. */
   private async workspaceNetwork(ws: { id: string; slug: string }): Promise<string> {
     const name = `ws-${ws.slug}`;
-    await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels });
+    await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels }).catch((err: unknown) => {
+      // the address pool is full: the deployment says so, instead of "internal error"
+      throw err instanceof NetworkPoolFullError ? new DeployFailure(err.message) : err;
+    });
     if (this.upstreamMode === 'network' && this.o.self !== undefined && !this.joined.has(name)) {
       await this.o.runtime.connect(name, this.o.self);
       this.joined.add(name);
@@ -634,14 +639,14 @@ export class Orchestrator implements Engine {
     return name;
   }
 
-  /** A project's hosts: its default domain and its custom domains. */
-  private async hostsOf(projectId: string, projectSlug: string, workspaceSlug: string): Promise<string[]> {
-    const custom = await this.o.deps.store.db.selectFrom('domains').select('domain').where('project_id', '=', projectId).execute();
-    return this.hostsFrom(projectSlug, workspaceSlug, custom.map((c) => c.domain));
+  /** A project's hosts: its default domain and its verified custom domains (a pending one is not routed). */
+  private async hostsOf(project: Pick<ProjectRow, 'id' | 'host_label'>): Promise<string[]> {
+    const custom = await this.o.deps.store.db.selectFrom('domains').select('domain').where('project_id', '=', project.id).where('verified', '=', 1).execute();
+    return this.hostsFrom(project, custom.map((c) => c.domain));
   }
 
-  private hostsFrom(projectSlug: string, workspaceSlug: string, custom: readonly string[]): string[] {
-    return [defaultDomain(projectSlug, workspaceSlug, this.o.deps.platform.appsDomain), ...custom];
+  private hostsFrom(project: Pick<ProjectRow, 'host_label'>, custom: readonly string[]): string[] {
+    return [defaultDomain(project, this.o.deps.platform.appsDomain), ...custom];
   }
 
   /** Every container of this installation, by the deployment that owns it: one engine call for a whole pass. */
@@ -653,16 +658,13 @@ export class Orchestrator implements Engine {
   private route(projectId: string, upstreams: Upstream[] | null): Promise<void> {
     const next = this.routing.then(async () => {
       const db = this.o.deps.store.db;
-      const project = await db
-        .selectFrom('projects')
-        .innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id')
-        .select(['projects.slug as project', 'workspaces.slug as workspace'])
-        .where('projects.id', '=', projectId)
-        .executeTakeFirst();
+      const project = await db.selectFrom('projects').select(['id', 'host_label']).where('id', '=', projectId).executeTakeFirst();
       if (project === undefined || upstreams === null) {
         this.table = this.table.removeProject(projectId);
       } else {
-        this.table = this.table.setProject(projectId, { hosts: await this.hostsOf(projectId, project.project, project.workspace), upstreams });
+        // The store holds each host name once: a project that held one of these in the table
+        // held it stale (it was deleted or gave the name up), and loses it now.
+        this.table = this.table.assign(projectId, { hosts: await this.hostsOf(project), upstreams });
       }
       await this.o.router.apply(this.table);
     });
@@ -845,14 +847,13 @@ export class Orchestrator implements Engine {
       const rows = await db
         .selectFrom('deployments')
         .innerJoin('projects', 'projects.id', 'deployments.project_id')
-        .innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id')
-        .select(['deployments.id', 'deployments.project_id', 'deployments.status', 'deployments.created_at', 'projects.slug as project', 'workspaces.slug as workspace'])
+        .select(['deployments.id', 'deployments.project_id', 'deployments.status', 'deployments.created_at', 'projects.host_label'])
         .where('deployments.status', 'in', ['running', 'deploying'])
         .orderBy('deployments.created_at', 'desc')
         .execute();
       // Read after the rows: the containers of a deployment exist before it is marked running.
       const containers = await this.containersByDeployment();
-      const domains = groupBy(await db.selectFrom('domains').select(['project_id', 'domain']).execute(), (d) => d.project_id);
+      const domains = groupBy(await db.selectFrom('domains').select(['project_id', 'domain']).where('verified', '=', 1).execute(), (d) => d.project_id);
       let table = this.table;
       const decided = new Set<string>();
       const switching = new Set(rows.filter((r) => r.status === 'deploying').map((r) => r.project_id));
@@ -861,8 +862,11 @@ export class Orchestrator implements Engine {
         decided.add(r.project_id);
         if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
         const custom = (domains.get(r.project_id) ?? []).map((d) => d.domain);
-        table = table.setProject(r.project_id, { hosts: this.hostsFrom(r.project, r.workspace, custom), upstreams: this.upstreamsFrom(containers.get(r.id) ?? []) });
+        table = table.assign(r.project_id, { hosts: this.hostsFrom(r, custom), upstreams: this.upstreamsFrom(containers.get(r.id) ?? []) });
       }
+      // Projects the store no longer serves go first; a host name that moved to another
+      // project (the store holds each name once) moves in the table too, instead of being
+      // refused as a conflict at every pass.
       for (const route of table.routes()) {
         if (!decided.has(route.project) && !switching.has(route.project)) table = table.removeProject(route.project);
       }

@@ -12,6 +12,8 @@ export interface EnqueueInput {
   branch?: string | null;
   commitSha?: string | null;
   commitMessage?: string | null;
+  /** a push webhook's deployment: built only if commitSha is still the branch's head */
+  requireHead?: boolean;
 }
 
 /** What a worker may record on its deployment as it moves it on. */
@@ -58,6 +60,7 @@ export class DeployQueue {
       lease_until: null,
       attempts: 0,
       restart_requested_at: null,
+      require_head: input.requireHead === true ? 1 : 0,
     };
     await this.deps.store.db.transaction().execute(async (trx) => {
       // Concurrent enqueues of one project queue on its row (PostgreSQL; SQLite has one writer).

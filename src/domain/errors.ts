@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   URI_TOO_LONG: 414,
   RATE_LIMITED: 429,
   INTERNAL: 500,
+  /** a third party Slipway depends on for the request failed (the SMTP server) */
+  BAD_GATEWAY: 502,
   UNAVAILABLE: 503,
 } as const;
 

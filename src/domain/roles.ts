@@ -22,6 +22,8 @@ export const ACTIONS = {
   'keys.manage': 'member',
   /** members and invitations (roles member/admin) */
   'members.manage': 'admin',
+  /** link and unlink GitHub App installations */
+  'integrations.manage': 'admin',
   /** wallet top-up, alert threshold, payments, transactions */
   'billing.manage': 'admin',
   /** grant/remove owner, update or delete the workspace */

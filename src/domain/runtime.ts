@@ -50,12 +50,27 @@ export interface NetworkInfo {
   name: string;
   /** false when the network already existed */
   created: boolean;
+  /** its IPv4 subnet, e.g. "10.213.4.0/24"; null when the engine reports none */
+  subnet: string | null;
+}
+
+/**
+ * ensureNetwork() when the driver's address pool (`--network-pool`) has no free subnet left: the
+ * message says so, for the deployment's error and the operator.
+ */
+export class NetworkPoolFullError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NetworkPoolFullError';
+  }
 }
 
 /** A managed network as listed. */
 export interface ManagedNetwork {
   id: string;
   name: string;
+  /** its IPv4 subnet; null when the engine reports none */
+  subnet: string | null;
   /** the owning workspace's id (its label) */
   workspace: string | null;
   labels: Labels;
@@ -238,7 +253,11 @@ export interface Runtime {
   /** Asks the engine who it is; refuses (throws) an engine that is unreachable or too old. */
   check(): Promise<EngineInfo>;
 
-  /** Creates the network unless it exists; safe to call concurrently. */
+  /**
+   * Creates the network unless it exists; safe to call concurrently, also from several processes
+   * on one engine. A driver with an address pool gives it a subnet of its own from the pool, never
+   * one any other network of the engine uses, and throws NetworkPoolFullError when none is left.
+   */
   ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
   /** The managed networks the selector matches (the owner's workspace matches their workspace label). */
   listNetworks(selector: Selector): Promise<ManagedNetwork[]>;

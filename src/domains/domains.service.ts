@@ -1,16 +1,21 @@
+import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
-import type { Deps } from '../deps.js';
+import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js';
 import { resolveProject } from '../projects/resolve.js';
-import { isUniqueViolation } from '../store/dialects.js';
+import { isUniqueViolation, lockClause } from '../store/dialects.js';
 import type { DomainsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
+import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 
 export interface DomainView {
   id: string;
   domain: string;
   verified: boolean;
+  /** while unverified: the DNS record that proves ownership; null once verified */
+  verification: { type: 'TXT'; name: string; value: string } | null;
+  verified_at: string | null;
   created_at: string;
 }
 
@@ -18,6 +23,8 @@ const domainView = (row: DomainsTable): DomainView => ({
   id: row.id,
   domain: row.domain,
   verified: row.verified === 1,
+  verification: row.verified === 1 ? null : { type: 'TXT', name: challengeName(row.domain), value: challengeValue(row.verification_token) },
+  verified_at: row.verified_at,
   created_at: row.created_at,
 });
 
@@ -59,13 +66,27 @@ export function parseHostName(input: string, appsDomain: string): string {
   return host;
 }
 
-/** Custom domains of projects. A host name belongs to at most one project on the whole platform. */
+/** How many pending domains are asked about at once by the background pass. */
+const PASS_CONCURRENCY = 4;
+
+/**
+ * Custom domains of projects. A name is routed only once its ownership is proven (verified);
+ * a verified name belongs to at most one project on the whole platform (partial unique index),
+ * while pending claims do not block its owner: the first claim proven wins.
+ */
 export class DomainService {
+  readonly policy: DomainPolicy;
+  private readonly proof: OwnershipProof;
+  private passing: Promise<void> | null = null;
+
   constructor(
     readonly deps: Deps,
     /** a project's hosts changed: the router must learn them */
     private readonly changed: (projectId: string) => Promise<void> = () => Promise.resolve(),
-  ) {}
+  ) {
+    this.policy = deps.platform.domains ?? DEFAULT_DOMAIN_POLICY;
+    this.proof = new OwnershipProof(this.policy);
+  }
 
   async list(access: Access, projectSlug: string): Promise<DomainView[]> {
     const project = await resolveProject(this.deps.store.db, access, projectSlug);
@@ -80,27 +101,67 @@ export class DomainService {
   }
 
   /**
-   * The unique index on `domains.domain` decides between concurrent adds; the 409 names neither
-   * the workspace nor the project holding the name, which may be someone else's.
+   * The limit, the check for a verified holder and the insert are one transaction (the project
+   * row locked on PostgreSQL), so a refused add saves nothing and concurrent adds cannot pass the
+   * limit. The unique indexes decide between concurrent adds; a 409 names neither the workspace
+   * nor the project holding the name, which may be someone else's. With verification on, the
+   * proof is tried at once; the route follows only a verified name.
    */
   async add(access: Access, projectSlug: string, input: { domain: string }): Promise<DomainView> {
     const domain = parseHostName(input.domain, this.deps.platform.appsDomain);
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const { db, dialect } = this.deps.store;
+    const project = await resolveProject(db, access, projectSlug);
+    const trusted = this.policy.verification === 'off';
+    const now = iso(this.deps.clock.now());
     const row: DomainsTable = {
       id: this.deps.ids.id(),
       project_id: project.id,
       domain,
-      verified: 0,
-      created_at: iso(this.deps.clock.now()),
+      verified: trusted ? 1 : 0,
+      verification_token: randomBytes(16).toString('hex'),
+      verified_at: trusted ? now : null,
+      created_at: now,
     };
+    const inUse = () => conflict(`The domain "${domain}" is already in use on this platform.`);
     try {
-      await this.deps.store.db.insertInto('domains').values(row).execute();
+      await db.transaction().execute(async (trx) => {
+        await trx.selectFrom('projects').select('id').where('id', '=', project.id).$if(lockClause(dialect), (q) => q.forUpdate()).execute();
+        const mine = await trx.selectFrom('domains').select(['domain']).where('project_id', '=', project.id).execute();
+        if (mine.some((d) => d.domain === domain)) throw conflict(`The domain "${domain}" is already a domain of this project.`);
+        const max = this.policy.maxPerProject;
+        if (mine.length >= max) {
+          throw conflict(`This project already has ${mine.length.toString()} custom domains, the most this platform allows (${max.toString()}); remove one first.`);
+        }
+        const held = await trx.selectFrom('domains').select('id').where('domain', '=', domain).where('verified', '=', 1).executeTakeFirst();
+        if (held !== undefined) throw inUse();
+        await trx.insertInto('domains').values(row).execute();
+      });
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`The domain "${domain}" is already in use on this platform.`);
+      if (isUniqueViolation(err)) throw inUse();
       throw err;
     }
-    await this.changed(project.id);
-    return domainView(row);
+    const settled = trusted ? row : await this.tryVerify(row);
+    if (settled.verified === 1) await this.route(project.id);
+    return domainView(settled);
+  }
+
+  /**
+   * Asks DNS again for one pending domain (after its TXT record was published). Answers the
+   * record, verified or still pending; 409 when another project proved the name first.
+   */
+  async verify(access: Access, projectSlug: string, domainId: string): Promise<DomainView> {
+    const { db } = this.deps.store;
+    const project = await resolveProject(db, access, projectSlug);
+    const row = await db.selectFrom('domains').selectAll().where('id', '=', domainId).where('project_id', '=', project.id).executeTakeFirst();
+    if (row === undefined) throw notFound('Domain');
+    if (row.verified === 1) return domainView(row);
+    const settled = await this.tryVerify(row);
+    if (settled.verified === 1) {
+      await this.route(project.id);
+    } else if (await this.heldElsewhere(row)) {
+      throw conflict(`The domain "${row.domain}" has been verified by another project on this platform; it cannot be verified here.`);
+    }
+    return domainView(settled);
   }
 
   /** One statement, so that of two concurrent removals only one answers the domain. */
@@ -114,7 +175,85 @@ export class DomainService {
       .returningAll()
       .executeTakeFirst();
     if (row === undefined) throw notFound('Domain');
-    await this.changed(project.id);
+    if (row.verified === 1) await this.route(project.id);
     return domainView(row);
+  }
+
+  /**
+   * One background pass over the pending domains: each is asked about again (with
+   * verification off, each is trusted now). Passes do not overlap.
+   */
+  verifyPending(): Promise<void> {
+    this.passing ??= this.pass().finally(() => {
+      this.passing = null;
+    });
+    return this.passing;
+  }
+
+  /** Runs verifyPending now and every `everyMs`; the returned function stops it (and waits for a pass in progress). */
+  startBackground(everyMs: number, onError: (err: unknown) => void): () => Promise<void> {
+    const run = () => {
+      this.verifyPending().catch(onError);
+    };
+    run();
+    const timer = setInterval(run, everyMs);
+    timer.unref();
+    return async () => {
+      clearInterval(timer);
+      await this.passing?.catch(() => undefined);
+    };
+  }
+
+  private async pass(): Promise<void> {
+    const pending = await this.deps.store.db.selectFrom('domains').selectAll().where('verified', '=', 0).orderBy('created_at').orderBy('id').execute();
+    const queue = [...pending];
+    const worker = async () => {
+      for (let row = queue.shift(); row !== undefined; row = queue.shift()) {
+        const settled = this.policy.verification === 'off' ? await this.markVerified(row) : await this.tryVerify(row);
+        if (settled.verified === 1) await this.route(row.project_id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PASS_CONCURRENCY, queue.length) }, worker));
+  }
+
+  /**
+   * The row verified when DNS proves it: its TXT record, or (public addresses configured) the
+   * name resolving to this installation while no other project claims it. Otherwise as it was.
+   */
+  private async tryVerify(row: DomainsTable): Promise<DomainsTable> {
+    if (await this.heldElsewhere(row)) return row;
+    const { txt, here } = await this.proof.check(row.domain, row.verification_token);
+    if (!txt && !(here && !(await this.claimedElsewhere(row)))) return row;
+    return this.markVerified(row);
+  }
+
+  /** The partial unique index refuses a second verified holder: then the row stays pending. */
+  private async markVerified(row: DomainsTable): Promise<DomainsTable> {
+    const at = iso(this.deps.clock.now());
+    try {
+      const r = await this.deps.store.db.updateTable('domains').set({ verified: 1, verified_at: at }).where('id', '=', row.id).where('verified', '=', 0).executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0 ? { ...row, verified: 1, verified_at: at } : row;
+    } catch (err) {
+      if (isUniqueViolation(err)) return row;
+      throw err;
+    }
+  }
+
+  private async heldElsewhere(row: DomainsTable): Promise<boolean> {
+    const held = await this.deps.store.db.selectFrom('domains').select('id').where('domain', '=', row.domain).where('verified', '=', 1).where('id', '!=', row.id).executeTakeFirst();
+    return held !== undefined;
+  }
+
+  private async claimedElsewhere(row: DomainsTable): Promise<boolean> {
+    const other = await this.deps.store.db.selectFrom('domains').select('id').where('domain', '=', row.domain).where('project_id', '!=', row.project_id).executeTakeFirst();
+    return other !== undefined;
+  }
+
+  /**
+   * The router learns the project's hosts. The row is written already: a router that refuses
+   * the change does not undo it (the engine logs the failure and its reconciler converges).
+   */
+  private async route(projectId: string): Promise<void> {
+    await this.changed(projectId).catch(() => undefined);
   }
 }

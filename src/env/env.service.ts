@@ -6,9 +6,21 @@ import { resolveProject, type ProjectRow } from '../projects/resolve.js';
 import { isUniqueViolation, lockClause } from '../store/dialects.js';
 import type { DB, EnvVarsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
+import { envTotalProblem, envValueProblem } from './env-rules.js';
+
+/**
+ * A project's variables cannot go into a container as they are stored: a deployment fails with
+ * this message (which names the variable, never its value) instead of reaching the engine.
+ */
+export class UnusableEnvError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnusableEnvError';
+  }
+}
 
 /** A secret variable sealed under another key: a deployment cannot start with it. */
-export class UnreadableSecretError extends Error {
+export class UnreadableSecretError extends UnusableEnvError {
   constructor(readonly key: string) {
     super(`The secret variable ${key} cannot be decrypted with this installation's secret key file (was it replaced?); set its value again.`);
     this.name = 'UnreadableSecretError';
@@ -18,8 +30,7 @@ export class UnreadableSecretError extends Error {
 /** A name a POSIX shell accepts: a letter or underscore, then letters, digits and underscores. */
 export const ENV_KEY_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const MAX_ENV_KEY_LENGTH = 256;
-/** 32 KiB, counted in bytes of UTF-8: what the container's environment will hold. */
-export const MAX_ENV_VALUE_BYTES = 32 * 1024;
+export { MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env-rules.js';
 export const MAX_BULK_VARIABLES = 1000;
 
 export interface EnvVarView {
@@ -52,11 +63,19 @@ const envView = (row: EnvRow): EnvVarView => ({
 /** By key, in code-unit order (keys are ASCII): the same on both stores, whatever their collation. */
 const byKey = (a: EnvRow, b: EnvRow): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 
-/** The schema bounds characters; the limit is on bytes, which only the service can count. */
-function checkValueSize(field: string, value: string): void {
-  if (Buffer.byteLength(value, 'utf8') > MAX_ENV_VALUE_BYTES) {
-    throw invalid(`"${field}" must be at most ${MAX_ENV_VALUE_BYTES} bytes (32 KiB) of UTF-8.`);
-  }
+/**
+ * The schema bounds characters; the service counts bytes and refuses what a container's
+ * environment cannot carry (env-rules.ts), naming the field and so the variable.
+ */
+function checkValue(field: string, what: string, value: string): void {
+  const problem = envValueProblem(field, what, value);
+  if (problem !== null) throw invalid(problem);
+}
+
+/** The project's variables after a write must fit in one container request. */
+function checkTotal(vars: Iterable<readonly [string, string]>): void {
+  const problem = envTotalProblem(vars);
+  if (problem !== null) throw invalid(problem);
 }
 
 /**
@@ -76,9 +95,10 @@ export class EnvService {
     projectSlug: string,
     input: { key: string; value: string; is_secret?: boolean | undefined },
   ): Promise<EnvVarView> {
-    checkValueSize('value', input.value);
+    checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
     try {
       return await this.write(access, projectSlug, async (trx, project) => {
+        await this.checkTotalWith(trx, project.id, { [input.key]: input.value });
         const now = iso(this.deps.clock.now());
         const secret = input.is_secret ?? false;
         const row: EnvRow = {
@@ -110,9 +130,9 @@ export class EnvService {
     envId: string,
     input: { value?: string | undefined; is_secret?: boolean | undefined },
   ): Promise<EnvVarView> {
-    if (input.value !== undefined) checkValueSize('value', input.value);
     return this.write(access, projectSlug, async (trx, project) => {
       const row = await this.find(trx, project.id, envId);
+      if (input.value !== undefined) checkValue('"value"', `"value" of the variable "${row.key}"`, input.value);
       const wasSecret = row.is_secret === 1;
       const secret = input.is_secret ?? wasSecret;
       if (wasSecret && !secret && input.value === undefined) {
@@ -124,6 +144,7 @@ export class EnvService {
       }
       const value = input.value ?? current ?? '';
       if (value === current && secret === wasSecret) return envView(row);
+      if (value !== current) await this.checkTotalWith(trx, project.id, { [row.key]: value });
       const patch = {
         value: secret ? this.seal(project.id, row.key, value) : value,
         is_secret: secret ? 1 : 0,
@@ -154,10 +175,13 @@ export class EnvService {
   ): Promise<BulkCounts> {
     // The schema has checked the names and the count.
     const given = Object.entries(input.variables);
-    for (const [key, value] of given) checkValueSize(`variables.${key}`, value);
+    for (const [key, value] of given) checkValue(`"variables.${key}"`, `"variables.${key}"`, value);
     const merge = input.merge ?? true;
     return this.write(access, projectSlug, async (trx, project) => {
       const existing = new Map((await this.rowsOf(trx, project.id)).map((r) => [r.key, r]));
+      const after = new Map(merge ? [...existing].map(([key, row]) => [key, this.plaintext(project.id, row) ?? row.value]) : []);
+      for (const [key, value] of given) after.set(key, value);
+      checkTotal(after);
       const now = iso(this.deps.clock.now());
       const counts: BulkCounts = { created: 0, updated: 0, deleted: 0 };
       const inserts: EnvRow[] = [];
@@ -191,17 +215,23 @@ export class EnvService {
   /**
    * Every variable of the project with secrets opened: what a deployment injects into its
    * containers. Throws UnreadableSecretError, naming the variable, for a secret this
-   * installation's key cannot open.
+   * installation's key cannot open, and UnusableEnvError for a value a container cannot carry
+   * (stored before the API refused such values).
    */
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
     const rows = await this.rowsOf(this.deps.store.db, projectId);
-    return Object.fromEntries(
+    const resolved = Object.fromEntries(
       rows.map((row) => {
         const value = this.plaintext(projectId, row);
         if (value === null) throw new UnreadableSecretError(row.key);
+        const problem = envValueProblem(`The value of the variable "${row.key}"`, `The value of the variable "${row.key}"`, value);
+        if (problem !== null) throw new UnusableEnvError(`${problem} Give it a new value; no container was started with it.`);
         return [row.key, value];
       }),
     );
+    const total = envTotalProblem(Object.entries(resolved));
+    if (total !== null) throw new UnusableEnvError(`${total} Remove or shorten some; no container was started with them.`);
+    return resolved;
   }
 
   /**
@@ -217,6 +247,15 @@ export class EnvService {
       }
       return fn(trx, project);
     });
+  }
+
+  /** The project's variables with `changes` applied must fit in a container request (400 otherwise). */
+  private async checkTotalWith(db: Kysely<DB>, projectId: string, changes: Readonly<Record<string, string>>): Promise<void> {
+    const vars = new Map<string, string>();
+    // a secret this key cannot open counts as its sealed length, an upper bound of its plaintext
+    for (const row of await this.rowsOf(db, projectId)) vars.set(row.key, this.plaintext(projectId, row) ?? row.value);
+    for (const [key, value] of Object.entries(changes)) vars.set(key, value);
+    checkTotal(vars);
   }
 
   private async rowsOf(db: Kysely<DB>, projectId: string): Promise<EnvRow[]> {

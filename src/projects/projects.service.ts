@@ -5,10 +5,11 @@ import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
+import { holdProjectRoom } from '../tenancy/limits.js';
 import type { Engine } from '../deploy/deploy.service.js';
 import { servingDeployment } from '../deploy/project-status.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
-import { resolveProject } from './resolve.js';
+import { defaultDomain, defaultHostLabel, resolveProject } from './resolve.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
 
 export interface ProjectInput {
@@ -43,7 +44,7 @@ function checkSizes(input: { cpu?: string | undefined; ram?: string | undefined 
 export class ProjectService {
   constructor(
     private readonly deps: Deps,
-    private readonly engine: () => Pick<Engine, 'pods'>,
+    private readonly engine: () => Pick<Engine, 'pods' | 'routesChanged'>,
   ) {}
 
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
@@ -68,14 +69,30 @@ export class ProjectService {
       status: 'pending',
       created_at: now,
       updated_at: now,
+      host_label: defaultHostLabel(slug, access.workspace.slug),
     };
     try {
-      await this.deps.store.db.insertInto('projects').values(row).execute();
+      // `--max-projects-per-workspace`: counted and inserted in one transaction
+      await this.deps.store.db.transaction().execute(async (trx) => {
+        await holdProjectRoom(this.deps, trx, access.workspace.id);
+        await trx.insertInto('projects').values(row).execute();
+      });
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`A project with slug "${slug}" already exists in this workspace.`);
+      if (isUniqueViolation(err)) throw await this.takenName(access, row);
       throw err;
     }
     return projectView(row, access.workspace.slug, this.deps.platform, undefined);
+  }
+
+  /**
+   * Which unique index refused a new project: its slug in the workspace, or its default host on
+   * the platform (`shop-api` in `alpha` and `shop` in `api-alpha` would share one). The second
+   * names neither the workspace nor the project that holds the host.
+   */
+  private async takenName(access: Access, row: ProjectsTable): Promise<Error> {
+    const same = await this.deps.store.db.selectFrom('projects').select('id').where('workspace_id', '=', access.workspace.id).where('slug', '=', row.slug).executeTakeFirst();
+    if (same !== undefined) return conflict(`A project with slug "${row.slug}" already exists in this workspace.`);
+    return conflict(`The default domain "${defaultDomain(row, this.deps.platform.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
   }
 
   async list(access: Access): Promise<ProjectView[]> {
@@ -117,6 +134,10 @@ export class ProjectService {
     const row = await resolveProject(this.deps.store.db, access, projectSlug);
     const view = await this.view(access, row);
     await this.deps.store.db.deleteFrom('projects').where('id', '=', row.id).execute();
+    // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
+    // claimed by another project at once. (Its containers go as orphans in that pass.) A router
+    // that refuses the change is logged by the engine, and its reconciler converges.
+    await this.engine().routesChanged(row.id).catch(() => undefined);
     return view;
   }
 

@@ -20,9 +20,15 @@ export async function resolveProject(db: Kysely<DB>, access: Access, projectSlug
   return row;
 }
 
-/** `<project>-<workspace>.<apps domain>`: the host every project is served at. */
-export const defaultDomain = (projectSlug: string, workspaceSlug: string, appsDomain: string): string =>
-  `${projectSlug}-${workspaceSlug}.${appsDomain}`;
+/**
+ * The first label of a new project's default host, `<project>-<workspace>`. Ambiguous on its own
+ * (`shop-api` in `alpha` and `shop` in `api-alpha`): it is stored with the project
+ * (`projects.host_label`, uniquely indexed) and a project whose label is taken is refused.
+ */
+export const defaultHostLabel = (projectSlug: string, workspaceSlug: string): string => `${projectSlug}-${workspaceSlug}`;
+
+/** `<host_label>.<apps domain>`: the host a project is served at, unique platform-wide. */
+export const defaultDomain = (project: Pick<ProjectsTable, 'host_label'>, appsDomain: string): string => `${project.host_label}.${appsDomain}`;
 
 /** The URL users reach the project at through the router. */
 export function defaultUrl(host: string, routerPort: number): string {

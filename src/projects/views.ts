@@ -12,9 +12,15 @@ export interface GitView {
   root_dir: string;
   created_at: string;
   updated_at: string;
+  /** where this connection's repository webhook delivers; its secret is shown only when made */
+  webhook_url: string | null;
 }
 
-export const gitView = (row: GitConnectionsTable): GitView => ({
+/** `POST /api/webhooks/github/<id>`, under --public-url when it is set, else the path alone. */
+export const webhookUrl = (webhookId: string | null, platform: Pick<Platform, 'publicUrl'>): string | null =>
+  webhookId === null ? null : `${(platform.publicUrl ?? '').replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
+
+export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitView => ({
   repo_full_name: row.repo_full_name,
   branch: row.branch,
   installation_id: toNumber(row.installation_id),
@@ -23,6 +29,7 @@ export const gitView = (row: GitConnectionsTable): GitView => ({
   root_dir: row.root_dir,
   created_at: row.created_at,
   updated_at: row.updated_at,
+  webhook_url: webhookUrl(row.webhook_id, platform),
 });
 
 export interface ProjectView {
@@ -41,8 +48,8 @@ export interface ProjectView {
   updated_at: string;
 }
 
-export function projectView(row: ProjectsTable, workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
-  const domain = defaultDomain(row.slug, workspaceSlug, platform.appsDomain);
+export function projectView(row: ProjectsTable, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
+  const domain = defaultDomain(row, platform.appsDomain);
   return {
     id: row.id,
     name: row.name,
@@ -54,14 +61,14 @@ export function projectView(row: ProjectsTable, workspaceSlug: string, platform:
     ram: row.ram,
     default_domain: domain,
     url: defaultUrl(domain, platform.routerPort),
-    git: git === undefined ? null : gitView(git),
+    git: git === undefined ? null : gitView(git, platform),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
 }
 
 /** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
-export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts' | 'restart_requested_at'>;
+export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts' | 'restart_requested_at' | 'require_head'>;
 
 export const deploymentView = (row: DeploymentRow): DeploymentView => ({
   id: row.id,

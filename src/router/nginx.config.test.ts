@@ -72,7 +72,7 @@ describe('renderNginxConfig', () => {
   });
 
   it('answers its generation on the control socket only', () => {
-    expect(conf).toContain('listen "unix:/var/lib/slipway/router/control.sock";');
+    expect(conf).toContain('listen "unix:/var/lib/slipway/router/control/control.sock";');
     expect(conf).toMatch(/location = \/generation \{\s*default_type text\/plain;\s*return 200 "g-1";/);
   });
 

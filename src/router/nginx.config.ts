@@ -58,7 +58,13 @@ export const nginxPaths = (dir: string) => ({
   conf: join(dir, 'nginx.conf'),
   next: join(dir, 'nginx.conf.next'),
   pid: join(dir, 'nginx.pid'),
-  control: join(dir, 'control.sock'),
+  /**
+   * nginx makes every unix listener 0666: the control socket lives in a directory only its owner
+   * can enter (0700), and the driver narrows the socket itself to 0600. Only the driver connects;
+   * the workers accept on the listening socket they inherit, so they need no access to the path.
+   */
+  controlDir: join(dir, 'control'),
+  control: join(dir, 'control', 'control.sock'),
   errorLog: join(dir, 'logs', 'error.log'),
   accessLog: join(dir, 'logs', 'access.log'),
   stderr: join(dir, 'logs', 'stderr.log'),

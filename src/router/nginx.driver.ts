@@ -410,7 +410,10 @@ export class NginxDriver implements RouterDriver {
     for (;;) {
       if (this.master !== m) throw new Error(`nginx exited during a reload.${await this.reasonSince(errorsFrom)}`);
       const answered = await probe(this.paths.control).catch(() => undefined);
-      if (answered === generation && old.every((pid) => !isAlive(pid) || isShuttingDown(pid))) break;
+      if (answered === generation && old.every((pid) => !isAlive(pid) || isShuttingDown(pid))) {
+        await this.narrowControl();
+        break;
+      }
       if (Date.now() > deadline) {
         throw new Error(`nginx did not take the new router config within ${this.opts.reloadTimeoutMs ?? 15_000} ms.${await this.reasonSince(errorsFrom)}`);
       }
@@ -447,7 +450,10 @@ export class NginxDriver implements RouterDriver {
         const reason = (await readSince(this.paths.stderr, stderrFrom)).trim() || (await this.reasonSince(errorsFrom)).trim();
         throw new Error(`nginx exited at start: ${reason === '' ? 'no message' : reason}`);
       }
-      if ((await probe(this.paths.control).catch(() => undefined)) === generation) break;
+      if ((await probe(this.paths.control).catch(() => undefined)) === generation) {
+        await this.narrowControl();
+        break;
+      }
       if (Date.now() > deadline) {
         await this.kill(m);
         throw new Error(`nginx did not answer within ${this.opts.reloadTimeoutMs ?? 15_000} ms of starting.${await this.reasonSince(errorsFrom)}`);
@@ -625,6 +631,14 @@ export class NginxDriver implements RouterDriver {
       // Workers drop root privileges (to nobody) and must still reach their temp paths.
       await chmod(d, 0o755);
     }
+    // Only the driver (this user) connects to the control socket: see nginxPaths().
+    await mkdir(this.paths.controlDir, { recursive: true, mode: 0o700 });
+    await chmod(this.paths.controlDir, 0o700);
+  }
+
+  /** nginx creates its unix listener 0666; the directory already keeps others out, this narrows the socket too. */
+  private async narrowControl(): Promise<void> {
+    await chmod(this.paths.control, 0o600).catch(() => undefined);
   }
 
   /** A master of ours still running (after a Slipway crash or release()), from the pid file. */

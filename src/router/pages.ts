@@ -32,7 +32,7 @@ export const PAGES = {
     503,
     '503-unknown-host.html',
     'No app is served at this address',
-    'No Slipway project has this domain. If you just added it, check the spelling of the domain in the project settings.',
+    'No Slipway project has this domain. If you just added it, check the spelling of the domain in the project settings, and that it is verified: a custom domain is served once its DNS record proves it.',
   ),
   notRunning: page(
     503,

@@ -50,6 +50,18 @@ describe('RouteTable', () => {
     expect(Object.isFrozen(t2.routes())).toBe(true);
   });
 
+  it('assign() moves a host another project holds stale instead of refusing it, and keeps the rest', () => {
+    const t = RouteTable.empty()
+      .setProject('old', { hosts: ['old.test', 'shop.test'], upstreams: [u(1)] })
+      .setProject('new', { hosts: ['new.test'], upstreams: [u(2)] });
+    expect(() => t.setProject('new', { hosts: ['new.test', 'shop.test'], upstreams: [u(2)] })).toThrow(AppError);
+    const moved = t.assign('new', { hosts: ['new.test', 'Shop.test'], upstreams: [u(2)] });
+    expect(moved.lookup('shop.test')).toEqual({ host: 'shop.test', project: 'new', upstreams: [u(2)] });
+    expect(moved.project('old')).toEqual({ hosts: ['old.test'], upstreams: [u(1)] });
+    // Nothing to move: the same table.
+    expect(moved.assign('new', { hosts: ['new.test', 'shop.test'], upstreams: [u(2)] })).toBe(moved);
+  });
+
   it('keeps its version (and identity) when a change changes nothing', () => {
     const t = RouteTable.empty().setProject('p1', { hosts: ['a.test'], upstreams: [u(1)] });
     expect(t.setProject('p1', { hosts: ['A.test'], upstreams: [u(1)] })).toBe(t);

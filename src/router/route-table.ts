@@ -156,6 +156,20 @@ export class RouteTable {
     return this.with(project, { hosts, upstreams });
   }
 
+  /**
+   * setProject as the store decides it: the store holds each host name once, so a host another
+   * project serves in this table is held there stale (that project was deleted, or gave the name
+   * up, and the table was not told). It moves to `project` instead of being refused: the
+   * reconciler converges on what the store says.
+   */
+  assign(project: string, routes: ProjectRoutes): RouteTable {
+    const stale = routes.hosts.map(routableHost).filter((host) => {
+      const owner = this.owners.get(host);
+      return owner !== undefined && owner !== project;
+    });
+    return stale.reduce<RouteTable>((table, host) => table.removeHost(host), this).setProject(project, routes);
+  }
+
   /** Swaps the replicas a project's hosts go to (a new deployment, a replica that became unhealthy). */
   setUpstreams(project: string, upstreams: readonly Upstream[]): RouteTable {
     const clean = cleanUpstreams(upstreams);

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
 import type { Random } from '../domain/clock.js';
 
 const VERSION = 'v1';
@@ -22,6 +22,15 @@ export class SecretBox {
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':');
+  }
+
+  /**
+   * HMAC-SHA256 of `data` under a key derived (HKDF-SHA256) from the secret key for `purpose`:
+   * signatures made for one purpose are worthless for another, and the key itself never leaves.
+   */
+  mac(purpose: string, data: string): Buffer {
+    const key = Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `slipway mac: ${purpose}`, 32));
+    return createHmac('sha256', key).update(data, 'utf8').digest();
   }
 
   /** The plaintext, or null when the value was sealed with another key or context, or was altered. */

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
@@ -30,8 +30,23 @@ export async function createStore(url: string, opts: { upTo?: string } = {}): Pr
   return store;
 }
 
+/**
+ * The store holds key digests, sealed secrets and every tenant's data: its files are the
+ * owner's only (0600). SQLite creates the -wal and -shm files with the database file's mode, so
+ * the database file is made 0600 before SQLite opens it; an older install's files are corrected.
+ */
+function ownerOnly(file: string): void {
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    if (existsSync(f)) chmodSync(f, 0o600);
+  }
+}
+
 function openSqlite(file: string): Store {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    mkdirSync(dirname(file), { recursive: true });
+    ownerOnly(file);
+  }
   const database = new SQLite(file);
   // WAL lets readers proceed during a write; busy_timeout waits instead of failing when another
   // process (the `slipway admin` command) holds the write lock; foreign keys are off by default.
@@ -39,6 +54,7 @@ function openSqlite(file: string): Store {
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
   database.pragma('synchronous = NORMAL');
+  if (file !== ':memory:') ownerOnly(file);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
   return {
     db,

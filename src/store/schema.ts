@@ -23,6 +23,13 @@ export interface WorkspacesTable {
   updated_at: string;
 }
 
+/** Who created a workspace through the API (`--max-workspaces-per-user` counts these). */
+export interface WorkspaceCreatorsTable {
+  workspace_id: string;
+  user_id: string;
+  created_at: string;
+}
+
 export interface MembersTable {
   workspace_id: string;
   user_id: string;
@@ -72,6 +79,8 @@ export interface ProjectsTable {
   status: ProjectStatus;
   created_at: string;
   updated_at: string;
+  /** the default host is `<host_label>.<apps domain>`; unique platform-wide (`<project>-<workspace>` when the project was made) */
+  host_label: string;
 }
 
 export interface GitConnectionsTable {
@@ -85,6 +94,10 @@ export interface GitConnectionsTable {
   root_dir: string;
   created_at: string;
   updated_at: string;
+  /** the random id in the connection's delivery URL, /api/webhooks/github/<webhook_id> (hex) */
+  webhook_id: string | null;
+  /** sealed (context `git-webhook:<project_id>:<webhook_id>`); null: not made yet (connections older than per-connection secrets) */
+  webhook_secret: string | null;
 }
 
 export interface EnvVarsTable {
@@ -102,7 +115,11 @@ export interface DomainsTable {
   id: string;
   project_id: string;
   domain: string;
+  /** 1: ownership proven (DNS TXT record, the name resolving here, or --domain-verification off); only these are routed */
   verified: number;
+  /** the TXT record `_slipway-challenge.<domain>` proves ownership with `slipway-verify=<token>` */
+  verification_token: string;
+  verified_at: string | null;
   created_at: string;
 }
 
@@ -144,6 +161,8 @@ export interface DeploymentsTable {
   attempts: Generated<number>;
   /** a rolling restart asked of a standby, for the deploy engine's reconciler to run */
   restart_requested_at: Generated<string | null>;
+  /** 1: queued by a push webhook; the build fails unless commit_sha is still the branch's head */
+  require_head: Generated<number>;
 }
 
 /** A deployment as read from the store. */
@@ -183,6 +202,7 @@ export interface DB {
   users: UsersTable;
   workspaces: WorkspacesTable;
   members: MembersTable;
+  workspace_creators: WorkspaceCreatorsTable;
   invitations: InvitationsTable;
   api_keys: ApiKeysTable;
   projects: ProjectsTable;
@@ -196,6 +216,20 @@ export interface DB {
   deployment_logs: DeploymentLogsTable;
   meta: MetaTable;
   leases: LeasesTable;
+  github_installations: GitHubInstallationsTable;
+  github_link_states: GitHubLinkStatesTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+}
+
+/** A GitHub delivery acted on: a second one with the same id, or the same body, to one receiver is not. */
+export interface WebhookDeliveriesTable {
+  /** `app` (POST /api/webhooks/github) or a Git connection's webhook_id */
+  receiver: string;
+  /** X-GitHub-Delivery */
+  delivery_id: string;
+  /** SHA-256 of the raw body, hex */
+  payload_digest: string;
+  received_at: string;
 }
 
 export interface MetaTable {
@@ -210,4 +244,24 @@ export interface LeasesTable {
   expires_at: string;
   /** when the current holder took the lease; renewals keep it */
   acquired_at: string;
+}
+
+/** A GitHub App installation linked to a workspace (its Git connections may use it). */
+export interface GitHubInstallationsTable {
+  workspace_id: string;
+  /** bigint (string from pg) */
+  installation_id: string | number;
+  /** the account the app is installed on */
+  account_login: string;
+  /** the user who proved control of the installation */
+  linked_by: string | null;
+  created_at: string;
+}
+
+/** An unused `state` of the installation link flow (single-use: deleted when redeemed). */
+export interface GitHubLinkStatesTable {
+  nonce: string;
+  workspace_id: string;
+  user_id: string;
+  expires_at: string;
 }

@@ -6,7 +6,11 @@ import type { Deps } from '../deps.js';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
-/** The user with that e-mail, created when there is none yet. */
+/**
+ * The user with that e-mail, created when there is none yet. Only for code that mints no key
+ * (tests' fixtures): a key for the user this returns could be a key for someone's existing
+ * account. Code that hands out a key uses createNewUser.
+ */
 export async function findOrCreateUser(
   deps: Deps,
   db: Kysely<DB>,
@@ -27,4 +31,21 @@ export async function findOrCreateUser(
     .onConflict((oc) => oc.column('email').doNothing())
     .execute();
   return db.selectFrom('users').selectAll().where('email', '=', normalized).executeTakeFirstOrThrow();
+}
+
+/**
+ * A new user for an e-mail that has none. Never returns an existing user: whoever creates an
+ * account here may be handed its first key, so an address that is taken (even by a concurrent
+ * transaction) fails with the store's unique violation instead (isUniqueViolation).
+ */
+export async function createNewUser(deps: Deps, db: Kysely<DB>, email: string, name?: string): Promise<UserRow> {
+  const normalized = normalizeEmail(email);
+  const row: UserRow = {
+    id: deps.ids.id(),
+    email: normalized,
+    name: name ?? normalized.split('@')[0] ?? normalized,
+    created_at: iso(deps.clock.now()),
+  };
+  await db.insertInto('users').values(row).execute();
+  return row;
 }

@@ -1,7 +1,9 @@
 import { iso } from '../domain/clock.js';
-import { conflict } from '../domain/errors.js';
+import { conflict, invalid } from '../domain/errors.js';
+import { RESERVED_WORKSPACE_SLUGS } from '../domain/slug.js';
 import { openWallet } from '../billing/wallet.service.js';
 import { isUniqueViolation } from '../store/dialects.js';
+import { holdWorkspaceRoom } from './limits.js';
 import type { Access, Caller, WorkspaceRow } from './context.js';
 import type { Deps } from '../deps.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
@@ -9,8 +11,15 @@ import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings,
 export class WorkspaceService {
   constructor(private readonly deps: Deps) {}
 
-  /** The creator becomes the workspace's owner, in the same transaction. */
+  /**
+   * The creator becomes the workspace's owner, in the same transaction, unless they already own
+   * as many workspaces as `--max-workspaces-per-user` allows (403, and nothing is written: no
+   * workspace, no wallet, no credit).
+   */
   async create(caller: Caller, input: { name: string; slug: string }): Promise<WorkspaceView> {
+    if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
+      throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
+    }
     const now = iso(this.deps.clock.now());
     const row: WorkspaceRow = {
       id: this.deps.ids.id(),
@@ -22,7 +31,9 @@ export class WorkspaceService {
     };
     try {
       await this.deps.store.db.transaction().execute(async (trx) => {
+        await holdWorkspaceRoom(this.deps, trx, caller.user.id);
         await trx.insertInto('workspaces').values(row).execute();
+        await trx.insertInto('workspace_creators').values({ workspace_id: row.id, user_id: caller.user.id, created_at: now }).execute();
         await trx
           .insertInto('members')
           .values({ workspace_id: row.id, user_id: caller.user.id, role: 'owner', joined_at: now })

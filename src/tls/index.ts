@@ -9,7 +9,6 @@ import { withCertificates } from './tls-router.js';
 export { AcmeIssuer, type CertificateIssuer } from './acme-issuer.js';
 export { CertificateManager, renewalDue } from './certificate-manager.js';
 export { CertificateStore, type StoredCertificate } from './certificate-store.js';
-export { markDomainVerified } from './domain-verification.js';
 export { withCertificates } from './tls-router.js';
 
 export interface AcmeSettings {
@@ -21,7 +20,7 @@ export interface AcmeSettings {
   dir: string;
   clock: Clock;
   log?: RouterLog;
-  /** a certificate is held for a served host (custom domains become verified) */
+  /** a certificate is held for a served host */
   onCertificate?: (host: string) => Promise<void>;
   /** timings of the manager (tests) */
   timing?: Partial<Pick<CertificateManagerOptions, 'renewBeforeMs' | 'checkEveryMs' | 'retryMinMs' | 'retryMaxMs' | 'stopTimeoutMs'>>;

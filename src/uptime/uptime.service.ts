@@ -96,13 +96,13 @@ export class UptimeService {
     return this.view(access, project, row);
   }
 
-  private view(access: Access, project: ProjectRow, row: UptimeMonitorsTable): UptimeView {
+  private view(_access: Access, project: ProjectRow, row: UptimeMonitorsTable): UptimeView {
     const { appsDomain, routerPort } = this.deps.platform;
     return {
       enabled: row.enabled === 1,
       check_interval_sec: row.check_interval_sec,
       check_path: row.check_path,
-      check_url: defaultUrl(defaultDomain(project.slug, access.workspace.slug, appsDomain), routerPort) + row.check_path,
+      check_url: defaultUrl(defaultDomain(project, appsDomain), routerPort) + row.check_path,
       // sealed under another key file (replaced?): shown as unset, until a new URL is PUT
       chat_webhook_url: row.chat_webhook_url === null ? null : this.deps.secrets.tryOpen(row.chat_webhook_url, webhookContext(project.id)),
       notify_email: row.notify_email,

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodePayload, MAX_COMMIT_MESSAGE, parsePush, PayloadError, sign, verifySignature } from './github.js';
+import { decodePayload, MAX_COMMIT_MESSAGE, parsePush, payloadDigest, PayloadError, sign, verifySignature } from './github.js';
 
 const SECRET = "It's a Secret to Everybody";
 const SHA = 'a'.repeat(40);
@@ -56,6 +56,20 @@ describe('GitHub payloads', () => {
     expect(parsePush(push({ ref: 'refs/heads/feature/x', head_commit: null }))).toMatchObject({ kind: 'branch', branch: 'feature/x', commitMessage: undefined });
     const long = parsePush(push({ head_commit: { message: 'x'.repeat(MAX_COMMIT_MESSAGE + 10) } }));
     expect(long.kind === 'branch' ? long.commitMessage?.length : 0).toBe(MAX_COMMIT_MESSAGE);
+  });
+
+  it('reads the installation of a GitHub App delivery, and only a positive integer as one', () => {
+    expect(parsePush(push({ installation: { id: 42, node_id: 'x' } }))).toMatchObject({ kind: 'branch', installationId: 42 });
+    expect(parsePush(push())).toMatchObject({ kind: 'branch', installationId: undefined });
+    for (const id of ['42', 0, -1, 1.5, null, 2 ** 60]) {
+      expect(parsePush(push({ installation: { id } }))).toMatchObject({ kind: 'branch', installationId: undefined });
+    }
+  });
+
+  it('digests the raw body: the same bytes, the same digest', () => {
+    expect(payloadDigest(Buffer.from('{"a":1}'))).toBe(payloadDigest(Buffer.from('{"a":1}')));
+    expect(payloadDigest(Buffer.from('{"a":1}'))).not.toBe(payloadDigest(Buffer.from('{"a": 1}')));
+    expect(payloadDigest(Buffer.from(''))).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('ignores tags and branch deletions', () => {

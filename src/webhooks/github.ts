@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * GitHub webhook deliveries, without HTTP: the signature check over the raw body and the
@@ -58,6 +58,11 @@ export function decodePayload(body: Buffer, contentType: string | undefined): un
   }
 }
 
+/** SHA-256 of the raw body in hex: with the delivery id, what makes a delivery a repeat. */
+export function payloadDigest(body: Buffer): string {
+  return createHash('sha256').update(body).digest('hex');
+}
+
 /** The event names GitHub sends in X-GitHub-Event: `push`, `ping`, `pull_request`, … */
 export const EVENT_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -68,6 +73,8 @@ export interface BranchPush {
   branch: string;
   commitSha: string;
   commitMessage: string | undefined;
+  /** `installation.id`: set on deliveries of a GitHub App, absent on a repository webhook's */
+  installationId: number | undefined;
 }
 
 /** A push that deploys nothing whatever is connected (a tag, a deleted branch). */
@@ -116,11 +123,14 @@ export function parsePush(payload: unknown): BranchPush | IgnoredPush {
   }
   const head = payload['head_commit'];
   const message = isObject(head) && typeof head['message'] === 'string' ? head['message'] : undefined;
+  const installation = payload['installation'];
+  const installationId = isObject(installation) ? installation['id'] : undefined;
   return {
     kind: 'branch',
     repoFullName,
     branch,
     commitSha: after,
     commitMessage: message?.slice(0, MAX_COMMIT_MESSAGE),
+    installationId: typeof installationId === 'number' && Number.isSafeInteger(installationId) && installationId > 0 ? installationId : undefined,
   };
 }

@@ -1,41 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { DeployQueue } from '../../src/deploy/queue.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
-
-interface Session {
-  frames: string[];
-  /** resolves with every frame once the server has closed the stream */
-  closed: Promise<string[]>;
-  /** resolves when `count` frames have arrived */
-  received(count: number): Promise<void>;
-}
-
-function open(url: string, headers: Record<string, string> = {}): Session {
-  const ws = new WebSocket(url, { headers });
-  const frames: string[] = [];
-  const waiters: { count: number; resolve: () => void }[] = [];
-  ws.on('message', (data: Buffer) => {
-    frames.push(data.toString('utf8'));
-    for (const w of waiters.filter((x) => frames.length >= x.count)) w.resolve();
-  });
-  const closed = new Promise<string[]>((resolve, reject) => {
-    ws.on('close', () => {
-      resolve(frames);
-    });
-    ws.on('error', reject);
-  });
-  return {
-    frames,
-    closed,
-    received: (count) =>
-      new Promise((resolve) => {
-        if (frames.length >= count) resolve();
-        else waiters.push({ count, resolve });
-      }),
-  };
-}
+import { openStream } from '../factories/stream-client.js';
 
 describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
   let s: TestServer;
@@ -63,13 +30,13 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
 
   it('replays a finished build from the first line, then [END] and close', async () => {
     const id = await finishedDeployment(['Step 1/2 : FROM base', 'Step 2/2 : CMD run', 'Successfully built']);
-    const frames = await open(wsUrl(id), { 'x-api-key': w.member.key }).closed;
+    const frames = await openStream(wsUrl(id), { 'x-api-key': w.member.key }).closed;
     expect(frames).toEqual(['Step 1/2 : FROM base', 'Step 2/2 : CMD run', 'Successfully built', '[END]']);
   });
 
   it('accepts the key in the api_key query parameter (browsers)', async () => {
     const id = await finishedDeployment(['only line']);
-    const frames = await open(`${wsUrl(id)}?api_key=${w.member.key}`).closed;
+    const frames = await openStream(`${wsUrl(id)}?api_key=${w.member.key}`).closed;
     expect(frames).toEqual(['only line', '[END]']);
     expect(s.logs.join('\n')).not.toContain(w.member.key);
   });
@@ -78,7 +45,7 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     const d = await q.enqueue({ projectId: p.id, source: 'git' });
     await q.claim('live');
     await s.services.buildLog.append(d.id, ['first']);
-    const session = open(wsUrl(d.id), { 'x-api-key': w.owner.key });
+    const session = openStream(wsUrl(d.id), { 'x-api-key': w.owner.key });
     await session.received(1);
     await s.services.buildLog.append(d.id, ['second', 'third']);
     await session.received(3);
@@ -95,7 +62,7 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     await q.claim('many');
     await Promise.all(Array.from({ length: 20 }, (_, i) => s.services.buildLog.append(d.id, [`line ${i.toString().padStart(2, '0')}`])));
     await q.advance(d.id, 'many', { kind: 'fail' });
-    const frames = await open(wsUrl(d.id), { 'x-api-key': w.member.key }).closed;
+    const frames = await openStream(wsUrl(d.id), { 'x-api-key': w.member.key }).closed;
     expect(frames).toEqual([...Array.from({ length: 20 }, (_, i) => `line ${i.toString().padStart(2, '0')}`), '[END]']);
   });
 
@@ -103,18 +70,18 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     ['no key', {}, 'unknown', '[ERROR] An API key is required in the X-API-Key header.'],
     ['a bad key', { 'x-api-key': `svc_sk_${'f'.repeat(40)}` }, 'unknown', '[ERROR] The API key is not valid.'],
   ])('answers %s with one [ERROR] frame, then closes', async (_what, headers: Record<string, string>, id, frame) => {
-    expect(await open(wsUrl(id), headers).closed).toEqual([frame]);
+    expect(await openStream(wsUrl(id), headers).closed).toEqual([frame]);
   });
 
   it('answers an outsider and an unknown deployment with [ERROR], leaking nothing', async () => {
     const id = await finishedDeployment(['secret build output']);
     const outsider = await makeWorkspace(s);
-    expect(await open(wsUrl(id), { 'x-api-key': outsider.owner.key }).closed).toEqual(['[ERROR] Workspace was not found.']);
-    expect(await open(wsUrl('nope'), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
+    expect(await openStream(wsUrl(id), { 'x-api-key': outsider.owner.key }).closed).toEqual(['[ERROR] Workspace was not found.']);
+    expect(await openStream(wsUrl('nope'), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
     // Another workspace's deployment id under one's own project.
     const other = await makeProject(s, outsider);
     const foreign = await new DeployQueue(s.deps, 60_000).enqueue({ projectId: other.id, source: 'git' });
-    expect(await open(wsUrl(foreign.id), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
+    expect(await openStream(wsUrl(foreign.id), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
   });
 
   it('answers a plain HTTP GET with 400 (or the refusal) in the envelope', async () => {

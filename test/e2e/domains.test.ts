@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 
 interface Domain {
   id: string;
   domain: string;
   verified: boolean;
+  verification: { type: 'TXT'; name: string; value: string } | null;
+  verified_at: string | null;
   created_at: string;
 }
 
@@ -17,12 +20,17 @@ describe.each(STORE_KINDS)('project domains on %s', (kind) => {
   let s: TestServer;
   let w: TestWorkspace;
   let p: TestProject;
+  let dns: TestDns;
   beforeAll(async () => {
-    s = await startTestServer(kind, { platform: { appsDomain: 'apps.test' } });
+    dns = await startDnsServer();
+    s = await startTestServer(kind, { platform: { appsDomain: 'apps.test', domains: { verification: 'dns', dnsServers: [dns.server], publicAddresses: [], maxPerProject: 100 } } });
     w = await makeWorkspace(s);
     p = await makeProject(s, w);
   });
-  afterAll(async () => s.close());
+  afterAll(async () => {
+    await s.close();
+    await dns.close();
+  });
 
   const base = (ws: { slug: string }, project: { slug: string }) => `/api/workspaces/${ws.slug}/projects/${project.slug}/domains`;
   const add = (domain: unknown, key = w.member.key, ws: { slug: string } = w, project: { slug: string } = p) =>
@@ -38,7 +46,14 @@ describe.each(STORE_KINDS)('project domains on %s', (kind) => {
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       success: true,
-      data: { id: expect.any(String), domain: name, verified: false, created_at: expect.any(String) },
+      data: {
+        id: expect.any(String),
+        domain: name,
+        verified: false,
+        verification: { type: 'TXT', name: `_slipway-challenge.${name}`, value: expect.stringMatching(/^slipway-verify=[0-9a-f]{32}$/) },
+        verified_at: null,
+        created_at: expect.any(String),
+      },
     });
     const id = r.body.data?.id ?? '';
     const second = await add(fresh('www'));
@@ -118,11 +133,15 @@ describe.each(STORE_KINDS)('project domains on %s', (kind) => {
     });
   });
 
-  it('refuses a name taken in another workspace with 409, naming neither workspace nor project', async () => {
+  it('refuses a name verified in another workspace with 409, naming neither workspace nor project', async () => {
     const other = await makeWorkspace(s);
     const theirs = await makeProject(s, other);
     const name = fresh('taken');
-    expect((await add(name, other.owner.key, other, theirs)).status).toBe(201);
+    const claim = await add(name, other.owner.key, other, theirs);
+    expect(claim.status).toBe(201);
+    dns.setTxt(`_slipway-challenge.${name}`, [claim.body.data?.verification?.value ?? '']);
+    const proven = await s.request<Domain>('POST', `${base(other, theirs)}/${claim.body.data?.id ?? ''}/verify`, { key: other.member.key });
+    expect(proven.body.data?.verified).toBe(true);
     const r = await add(name);
     expect(r).toMatchObject({ status: 409, body: { success: false, error: `The domain "${name}" is already in use on this platform.` } });
     for (const secret of [other.slug, other.id, theirs.slug, theirs.id, theirs.name]) expect(r.text).not.toContain(secret);
@@ -130,20 +149,11 @@ describe.each(STORE_KINDS)('project domains on %s', (kind) => {
     expect((await add(name, other.owner.key, other, theirs)).status).toBe(409);
   });
 
-  it('lets exactly one of many concurrent adds of one name win', async () => {
-    const name = fresh('race');
-    const others = await Promise.all([1, 2, 3].map(async () => {
-      const ws = await makeWorkspace(s);
-      return { ws, project: await makeProject(s, ws) };
-    }));
-    const attempts = [
-      ...[1, 2, 3].map(() => add(name)),
-      ...others.flatMap(({ ws, project }) => [add(name, ws.owner.key, ws, project), add(name.toUpperCase(), ws.member.key, ws, project)]),
-    ];
-    const statuses = (await Promise.all(attempts)).map((r) => r.status).sort();
-    expect(statuses).toEqual([201, ...Array<number>(attempts.length - 1).fill(409)]);
-    const rows = await s.store.db.selectFrom('domains').selectAll().where('domain', '=', name).execute();
-    expect(rows).toHaveLength(1);
+  it('lets exactly one of many concurrent adds of one name to one project win', async () => {
+    const name = fresh('race-one');
+    const statuses = (await Promise.all([1, 2, 3, 4].map(() => add(name)))).map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 409, 409, 409]);
+    expect(await s.store.db.selectFrom('domains').selectAll().where('domain', '=', name).execute()).toHaveLength(1);
   });
 
   it('never lets a member of one workspace see or remove the domains of another', async () => {
@@ -175,5 +185,36 @@ describe.each(STORE_KINDS)('project domains on %s', (kind) => {
 
   it('validates the name before looking up the project', async () => {
     expect(await add('https://x.example.com', w.member.key, w, { slug: 'no-such-project' })).toMatchObject({ status: 400 });
+  });
+});
+
+// With --domain-verification off every add is verified at once: a name is then unique outright.
+describe.each(STORE_KINDS)('project domains, verification off, on %s', (kind) => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  let p: TestProject;
+  beforeAll(async () => {
+    s = await startTestServer(kind, { platform: { appsDomain: 'apps.test', domains: { verification: 'off', dnsServers: [], publicAddresses: [], maxPerProject: 20 } } });
+    w = await makeWorkspace(s);
+    p = await makeProject(s, w);
+  });
+  afterAll(async () => s.close());
+  const add = (domain: string, key = w.member.key, ws: { slug: string } = w, project: { slug: string } = p) =>
+    s.request<Domain>('POST', `/api/workspaces/${ws.slug}/projects/${project.slug}/domains`, { key, body: { domain } });
+
+  it('lets exactly one of many concurrent adds of one name win', async () => {
+    const name = fresh('race');
+    const others = await Promise.all([1, 2, 3].map(async () => {
+      const ws = await makeWorkspace(s);
+      return { ws, project: await makeProject(s, ws) };
+    }));
+    const attempts = [
+      ...[1, 2, 3].map(() => add(name)),
+      ...others.flatMap(({ ws, project }) => [add(name, ws.owner.key, ws, project), add(name.toUpperCase(), ws.member.key, ws, project)]),
+    ];
+    const statuses = (await Promise.all(attempts)).map((r) => r.status).sort();
+    expect(statuses).toEqual([201, ...Array<number>(attempts.length - 1).fill(409)]);
+    const rows = await s.store.db.selectFrom('domains').selectAll().where('domain', '=', name).execute();
+    expect(rows).toHaveLength(1);
   });
 });

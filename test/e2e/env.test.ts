@@ -415,6 +415,76 @@ describe.each(STORE_KINDS)('project environment variables on %s', (kind) => {
     expect(await s.services.envVars.resolvedFor(p.id)).toEqual({ FOREIGN_A: fresh, FOREIGN_B: 'new b' });
   });
 
+  describe('values a container cannot carry', () => {
+    const NUL = (field: string) => `${field} must not contain a NUL byte (U+0000): a container's environment cannot carry it.`;
+    const LONE = (field: string) => `${field} must be valid Unicode: it holds an unpaired surrogate, which a container would receive as U+FFFD.`;
+
+    it.each([
+      ['a NUL byte', (v: string) => `${v}\0tail`, NUL('"value" of the variable "TOKEN"')],
+      ['an unpaired surrogate', (v: string) => `${v}\ud800`, LONE('"value" of the variable "TOKEN"')],
+    ])('POST refuses %s with 400 naming the variable, plain or secret, and stores nothing', async (_what, make, message) => {
+      const p = await makeProject(s, w);
+      for (const is_secret of [false, true]) {
+        const value = make(marker('refused'));
+        const r = await create(p, { key: 'TOKEN', value, is_secret });
+        expect(r).toMatchObject({ status: 400, body: { success: false, error: message } });
+        expect(r.text).not.toContain(value.slice(0, 20));
+      }
+      expect(await rowsOf(p.id)).toEqual([]);
+    });
+
+    it('PUT refuses a NUL byte or an unpaired surrogate with 400 naming the variable, and keeps the old value', async () => {
+      const p = await makeProject(s, w);
+      const secret = marker('kept');
+      const v = await created(p, { key: 'API_TOKEN', value: secret, is_secret: true });
+      const before = await rowsOf(p.id);
+      expect(await update(p, v.id, { value: 'x\0y' })).toMatchObject({ status: 400, body: { error: NUL('"value" of the variable "API_TOKEN"') } });
+      expect(await update(p, v.id, { value: '\udc00x', is_secret: false })).toMatchObject({ status: 400, body: { error: LONE('"value" of the variable "API_TOKEN"') } });
+      expect(await rowsOf(p.id)).toEqual(before);
+      expect(await s.services.envVars.resolvedFor(p.id)).toEqual({ API_TOKEN: secret });
+    });
+
+    it('bulk refuses a NUL byte with 400 naming the variable and changes nothing, whatever merge says', async () => {
+      const p = await makeProject(s, w);
+      await created(p, { key: 'KEEP', value: 'kept' });
+      const before = await rowsOf(p.id);
+      for (const merge of [true, false]) {
+        const r = await bulk(p, { variables: { FINE: 'ok', DB_PASSWORD: 'p\0w' }, merge });
+        expect(r).toMatchObject({ status: 400, body: { success: false, error: NUL('"variables.DB_PASSWORD"') } });
+        expect(await bulk(p, { variables: { ODD: 'a\ud83d' }, merge })).toMatchObject({ status: 400, body: { error: LONE('"variables.ODD"') } });
+      }
+      expect(await rowsOf(p.id)).toEqual(before);
+    });
+
+    it('accepts what a container does carry: newlines, control characters, "=", quotes, emoji', async () => {
+      const p = await makeProject(s, w);
+      const variables = { MULTI: 'a\nb\r\nc', CTRL: '\u0001\u001b[0m', EQ: 'a=b=c', Q: `"'\\`, EMOJI: '😀 é' };
+      expect((await bulk(p, { variables })).status).toBe(200);
+      expect(await s.services.envVars.resolvedFor(p.id)).toEqual(variables);
+    });
+
+    it("holds a project's whole environment to 768 KiB, as the engine receives it, on every write", async () => {
+      const p = await makeProject(s, w);
+      const big = 'x'.repeat(32 * 1024);
+      // 23 × 32 KiB fits; a 24th does not (each "KEY=value" costs its JSON encoding plus one byte)
+      const fits = Object.fromEntries(Array.from({ length: 23 }, (_, i) => [`V${i.toString()}`, big]));
+      expect((await bulk(p, { variables: fits })).status).toBe(200);
+      const over = /^The project's variables would take \d+ bytes in a container's environment \(each "KEY=value" JSON-encoded, as sent to the engine\); at most 786432 bytes \(768 KiB\) fit, since Docker Engine refuses larger container requests\.$/;
+      const before = await rowsOf(p.id);
+      const posted = await create(p, { key: 'V23', value: big, is_secret: true });
+      expect(posted.status, posted.text).toBe(400);
+      expect(posted.body.error).toMatch(over);
+      expect((await bulk(p, { variables: { V23: big } })).body.error).toMatch(over);
+      // control characters cost their JSON escapes: 6 bytes each
+      const small = await created(p, { key: 'SMALL', value: '' });
+      expect((await update(p, small.id, { value: '\u0001'.repeat(8000) })).body.error).toMatch(over);
+      expect((await rowsOf(p.id)).length).toBe(before.length + 1);
+      // replacing the whole set is measured without the variables it drops
+      const replaced = await bulk(p, { variables: { ...fits, V0: 'small', V23: big }, merge: false });
+      expect(replaced.body).toEqual({ success: true, data: { created: 1, updated: 1, deleted: 1 } });
+    });
+  });
+
   it('goes with its project', async () => {
     const p = await makeProject(s, w);
     await created(p, { key: 'A', value: 'x', is_secret: true });

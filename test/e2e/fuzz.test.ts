@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
+import { githubIntegration } from '../factories/github-link.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 const KNOWN = new Set([200, 201, 400, 401, 403, 404, 405, 409, 413, 414, 415, 429]);
@@ -13,11 +15,17 @@ const KNOWN = new Set([200, 201, 400, 401, 403, 404, 405, 409, 413, 414, 415, 42
 describe('request decoding under random input', () => {
   let s: TestServer;
   let w: TestWorkspace;
+  let fake: FakeGitHub;
   beforeAll(async () => {
-    s = await startTestServer('sqlite', { githubWebhookSecret: 'fuzz-secret' });
+    // every feature configured, so that a refusal is about the request, not a missing setting (503)
+    fake = await startFakeGitHub();
+    s = await startTestServer('sqlite', { githubWebhookSecret: 'fuzz-secret', github: githubIntegration(fake) });
     w = await makeWorkspace(s);
   });
-  afterAll(async () => s.close());
+  afterAll(async () => {
+    await s.close();
+    await fake.close();
+  });
 
   const segment = fc.oneof(
     fc.constantFrom('default', 'x', '..', '%00', '%ZZ', 'ü', 'a'.repeat(300), '0', '-1', 'null'),

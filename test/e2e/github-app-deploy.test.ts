@@ -1,8 +1,10 @@
-// A deploy of a private repository through a GitHub App, end to end: the orchestrator exchanges
-// the project's installation_id for an installation token at a local stand-in for GitHub's
-// documented endpoint (POST /app/installations/{id}/access_tokens, RS256 app JWT), clones with it
-// from a real `git http-backend` that accepts only tokens issued for that installation, builds
-// on the real Docker Engine and serves the app through the router.
+// A deploy of a private repository through a GitHub App, end to end: the workspace links the
+// installation by the setup-URL flow, the connection is checked against the installation's
+// repositories, and the orchestrator exchanges the project's installation_id for an installation
+// token restricted to the repository at a local stand-in for GitHub's documented endpoint
+// (POST /app/installations/{id}/access_tokens, RS256 app JWT), clones with it from a real
+// `git http-backend` that accepts only tokens issued for that installation and repository,
+// builds on the real Docker Engine and serves the app through the router.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -10,6 +12,7 @@ import { GitHubApp } from '../../src/build/index.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
+import { githubIntegration, linkInstallation } from '../factories/github-link.js';
 import type { GitServer, TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
@@ -23,7 +26,7 @@ interface GitView {
 
 /** Above 2^31: installation ids are stored as bigint, which PostgreSQL hands back as a string. */
 const INSTALLATION = 3_000_000_017;
-/** An installation the app does not have: the fake GitHub answers 404. */
+/** An installation that is uninstalled after it was linked: the fake GitHub then answers 404. */
 const UNKNOWN_INSTALLATION = 3_000_000_099;
 const REPO = 'acme/private-site';
 const CONTENT = 'private hello, cloned with an installation token';
@@ -99,14 +102,20 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
   beforeAll(async () => {
     docker = new Docker();
     const base = await ensureBaseImage();
-    fake = await startFakeGitHub({ installations: [INSTALLATION] });
+    fake = await startFakeGitHub({
+      installations: [
+        { id: INSTALLATION, account: 'acme', repositories: [REPO] },
+        { id: UNKNOWN_INSTALLATION, account: 'acme', repositories: [REPO] },
+      ],
+    });
     const record = (level: string) => (obj: object, msg: string) => {
       engineLog.push(`${level} ${msg} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? `${v.name}: ${v.message}` : v))}`);
     };
     fx = await startDeployFixture(kind, REPO, {
       // The repository is private to the installation: only a token GitHub issued for it, sent
       // the way GitHub expects (user x-access-token), may read it.
-      authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION),
+      authorize: (c, repoPath) => repoPath === `${REPO}.git` && c?.username === 'x-access-token' && fake.isValid(c.password, INSTALLATION, REPO),
+      server: { github: githubIntegration(fake) },
       engine: {
         githubApp: new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url }),
         log: {
@@ -152,9 +161,19 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
 
   it('exchanges installation_id for a token, clones with it, builds, runs and serves the repository', async () => {
     await createProject('private');
+    // the installation is linked to the workspace first; without that the connection is refused
+    const refused = await s.request<GitView>('POST', path(`${projects}/private/git`), { key: w.member.key, body: { repo_full_name: REPO, installation_id: INSTALLATION } });
+    expect(refused.status, refused.text).toBe(403);
+    await linkInstallation(s, fake, w.slug, w.admin, INSTALLATION);
+    expect(fake.calls).toEqual([]);
     const connected = await s.request<GitView>('POST', path(`${projects}/private/git`), { key: w.member.key, body: { repo_full_name: REPO, installation_id: INSTALLATION } });
     expect(connected.status, connected.text).toBe(201);
     expect(connected.body.data).toMatchObject({ repo_full_name: REPO, installation_id: INSTALLATION });
+    // the API asked GitHub whether the installation covers the repository, with an installation token
+    expect(fake.calls.map((c) => [c.installationId, c.status, c.repositories])).toEqual([[String(INSTALLATION), 201, undefined]]);
+    expect(fake.requests.filter((r) => r.startsWith('GET /installation/repositories'))).toEqual(['GET /installation/repositories 200']);
+    const callsBefore = fake.calls.length;
+    const issuedBefore = new Set(fake.issued.keys());
     expect((await viaRouter(routerPort, hostOf('private'))).status).toBe(503);
     const gitBefore = gitServer.requests.length;
 
@@ -162,16 +181,20 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
     expect(d, d.error ?? '').toMatchObject({ status: 'running', source: 'git', error: null, commit_sha: sha });
     expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
 
-    // exactly one access_tokens call, for the installation, with a JWT GitHub accepts for the app
-    expect(fake.calls).toHaveLength(1);
-    expect(fake.calls[0]).toEqual({
-      installationId: String(INSTALLATION),
-      status: 201,
-      headers: { accept: 'application/vnd.github+json', apiVersion: '2022-11-28', userAgent: 'slipway' },
-      claims: { iss: fake.appId, iat: expect.any(Number), exp: expect.any(Number) },
-    });
-    expect([...fake.issued.values()]).toEqual([{ installationId: INSTALLATION, expiresAt: expect.any(Date) }]);
-    issuedToken = [...fake.issued.keys()][0] ?? '';
+    // exactly one access_tokens call for the build, for the installation and restricted to the
+    // repository, with a JWT GitHub accepts for the app
+    expect(fake.calls.slice(callsBefore)).toEqual([
+      {
+        installationId: String(INSTALLATION),
+        status: 201,
+        headers: { accept: 'application/vnd.github+json', apiVersion: '2022-11-28', userAgent: 'slipway' },
+        claims: { iss: fake.appId, iat: expect.any(Number), exp: expect.any(Number) },
+        repositories: ['private-site'],
+      },
+    ]);
+    const built = [...fake.issued.keys()].filter((t) => !issuedBefore.has(t));
+    expect(built.map((t) => fake.issued.get(t))).toEqual([{ installationId: INSTALLATION, expiresAt: expect.any(Date), repositories: ['private-site'] }]);
+    issuedToken = built[0] ?? '';
     expect(fake.isValid(issuedToken, INSTALLATION)).toBe(true);
 
     // every request of the clone carried that token, and none was refused
@@ -218,21 +241,27 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
       'server log': s.logs.join('\n'),
     })) {
       expect(text, where).not.toContain(issuedToken);
+      expect(text, where).not.toContain(fake.clientSecret);
+      expect(text, where).not.toMatch(/ghu_|ghs_/);
       expect(text, where).not.toContain(basic);
       expect(text, where).not.toMatch(JWT_LIKE);
     }
   });
 
-  it('fails a project whose installation GitHub does not know, with a readable error, and keeps the other app serving', async () => {
+  it('fails a project whose installation was uninstalled on GitHub, with a readable error, and keeps the other app serving', async () => {
     await createProject('orphan');
-    // connected without an installation first, then pointed at one the app does not have
+    await linkInstallation(s, fake, w.slug, w.admin, UNKNOWN_INSTALLATION);
+    // connected without an installation first, then pointed at the linked one, which covers the repository
     const connected = await s.request<GitView>('POST', path(`${projects}/orphan/git`), { key: w.member.key, body: { repo_full_name: REPO } });
     expect(connected.status, connected.text).toBe(201);
     expect(connected.body.data?.installation_id).toBe(0);
     const changed = await s.request<GitView>('PUT', path(`${projects}/orphan/git`), { key: w.member.key, body: { installation_id: UNKNOWN_INSTALLATION } });
     expect(changed.status, changed.text).toBe(200);
     expect(changed.body.data).toMatchObject({ repo_full_name: REPO, installation_id: UNKNOWN_INSTALLATION });
+    // then the account owner uninstalls the app
+    fake.uninstall(UNKNOWN_INSTALLATION);
     const callsBefore = fake.calls.length;
+    const issuedBefore = fake.issued.size;
     const gitBefore = gitServer.requests.length;
 
     const d = await deploy('orphan');
@@ -248,9 +277,10 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
         status: 404,
         headers: { accept: 'application/vnd.github+json', apiVersion: '2022-11-28', userAgent: 'slipway' },
         claims: { iss: fake.appId, iat: expect.any(Number), exp: expect.any(Number) },
+        repositories: ['private-site'],
       },
     ]);
-    expect(fake.issued.size).toBe(1);
+    expect(fake.issued.size).toBe(issuedBefore);
     // no clone was tried without a token (nor with the other project's)
     expect(gitServer.requests.slice(gitBefore)).toEqual([]);
 
@@ -287,9 +317,25 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
     const again = await deploy('private');
     expect(again, again.error ?? '').toMatchObject({ status: 'running', error: null });
     expect(fake.calls.slice(callsBefore).map((c) => [c.installationId, c.status])).toEqual([[String(INSTALLATION), 201]]);
-    const fresh = [...fake.issued.keys()].filter((t) => fake.issued.get(t)?.installationId === INSTALLATION);
+    const fresh = [...fake.issued.keys()].filter((t) => fake.issued.get(t)?.installationId === INSTALLATION && fake.issued.get(t)?.repositories !== undefined);
     expect(fresh).toHaveLength(1);
     expect(fresh[0]).not.toBe(issuedToken);
+    expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
+  });
+
+  it('fails the build of a connection whose installation was unlinked, without asking GitHub or cloning', async () => {
+    const unlinked = await s.request('DELETE', path(`/api/workspaces/WS/github/installations/${String(INSTALLATION)}`), { key: w.admin.key });
+    expect(unlinked.status, unlinked.text).toBe(200);
+    const callsBefore = fake.calls.length;
+    const gitBefore = gitServer.requests.length;
+    const d = await deploy('private');
+    expect(d.status).toBe('failed');
+    expect(d.error).toBe(
+      `GitHub App installation ${String(INSTALLATION)} is no longer linked to this workspace, so ${REPO} was not fetched; link it again or change the Git connection's installation_id.`,
+    );
+    expect(fake.calls.length).toBe(callsBefore);
+    expect(gitServer.requests.slice(gitBefore)).toEqual([]);
+    // the running deployment keeps serving
     expect(await viaRouter(routerPort, hostOf('private'))).toEqual({ status: 200, body: `${CONTENT}\n` });
   });
 });

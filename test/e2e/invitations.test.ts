@@ -1,5 +1,8 @@
+import { createServer, type AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { createSmtpMailer, parseSmtpUrl, type Mailer } from '../../src/notify/mailer.js';
+import { makeWorkspace, startTestServer, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 interface Invitation {
@@ -16,9 +19,9 @@ interface Accepted {
   user_id: string;
   workspace: { slug: string; role: string };
   role: string;
-  key: string;
-  key_prefix: string;
-  expires_at: string;
+  key?: string;
+  key_prefix?: string;
+  expires_at?: string;
 }
 
 const DAY = 86_400_000;
@@ -74,7 +77,7 @@ describe.each(STORE_KINDS)('invitations on %s', (kind) => {
     expect(r.status).toBe(201);
     expect(r.body.data).toMatchObject({ role: 'admin', workspace: { slug: w.slug, role: 'admin' } });
     expect(r.body.data?.key).toMatch(/^svc_sk_[0-9a-f]{40}$/);
-    expect(r.body.data?.key_prefix).toBe(`${r.body.data?.key.slice(0, 13) ?? ''}...`);
+    expect(r.body.data?.key_prefix).toBe(`${r.body.data?.key?.slice(0, 13) ?? ''}...`);
     const me = await s.request<{ role: string }>('GET', `/api/workspaces/${w.slug}`, { key: r.body.data?.key });
     expect(me.body.data?.role).toBe('admin');
     const members = await s.request<{ user_id: string; name: string; email: string }[]>('GET', `/api/workspaces/${w.slug}/members`, { key: w.owner.key });
@@ -85,12 +88,12 @@ describe.each(STORE_KINDS)('invitations on %s', (kind) => {
     expect((await accept(inv.body.data?.token ?? '')).status).toBe(404);
   });
 
-  it('adds an existing user (from another workspace) instead of creating a second one', async () => {
+  it('adds an existing user (from another workspace) who accepts with their own key, and mints no key', async () => {
     const other = await makeWorkspace(s);
     const inv = await invite(other.owner.email, 'member');
-    const r = await accept(inv.body.data?.token ?? '');
+    const r = await s.request<Accepted>('POST', '/api/invitations/accept', { key: other.owner.key, body: { token: inv.body.data?.token } });
     expect(r.status).toBe(201);
-    expect(r.body.data?.user_id).toBe(other.owner.id);
+    expect(r.body.data).toEqual({ user_id: other.owner.id, workspace: expect.objectContaining({ slug: w.slug, role: 'member' }), role: 'member' });
     // The user's older key now works here too.
     expect((await s.request('GET', `/api/workspaces/${w.slug}`, { key: other.owner.key })).status).toBe(200);
   });
@@ -133,5 +136,283 @@ describe.each(STORE_KINDS)('invitations on %s', (kind) => {
     expect(statuses.slice(1).every((st) => st === 404 || st === 409)).toBe(true);
     const keys = await s.store.db.selectFrom('api_keys').innerJoin('users', 'users.id', 'api_keys.user_id').select('api_keys.id').where('users.email', '=', 'race@example.com').execute();
     expect(keys).toHaveLength(1);
+  });
+});
+
+/** Live API keys of a user, straight from the store. */
+const keysOf = async (s: TestServer, userId: string) =>
+  (await s.store.db.selectFrom('api_keys').select('id').where('user_id', '=', userId).where('revoked_at', 'is', null).execute()).length;
+
+describe.each(STORE_KINDS)('invitations cannot take over an existing account on %s', (kind) => {
+  let s: TestServer;
+  let b: TestWorkspace;
+  let attacker: TestUser;
+  let mine: string;
+  beforeAll(async () => {
+    s = await startTestServer(kind);
+    // Tenant B; the attacker is a plain member there and makes a workspace of their own.
+    b = await makeWorkspace(s);
+    attacker = b.member;
+    mine = `evil-${b.slug}`;
+    const ws = await s.request('POST', '/api/workspaces', { key: attacker.key, body: { name: 'Evil', slug: mine } });
+    expect(ws.status).toBe(201);
+  });
+  afterAll(async () => s.close());
+
+  const inviteAs = async (email: string, role = 'owner') => {
+    const r = await s.request<Invitation>('POST', `/api/workspaces/${mine}/invitations`, { key: attacker.key, body: { email, role } });
+    expect(r.status).toBe(201);
+    return r.body.data?.token ?? '';
+  };
+  const acceptWith = (token: string, key?: string) => s.request<Accepted>('POST', '/api/invitations/accept', { key, body: { token } });
+
+  it('refuses a token alone, or with the attacker\u2019s key, for an existing user\u2019s e-mail: 401, no key, no membership', async () => {
+    const token = await inviteAs(b.owner.email);
+    const before = await keysOf(s, b.owner.id);
+
+    const bare = await acceptWith(token);
+    expect(bare).toMatchObject({ status: 401, body: { success: false } });
+    expect(bare.body.error).toBe(
+      `This invitation is for ${b.owner.email}, which already has an account: accept it with that account's own API key in the X-API-Key header (no new key is made for an existing account).`,
+    );
+    expect(bare.text).not.toMatch(/svc_sk_/);
+
+    const asAttacker = await acceptWith(token, attacker.key);
+    expect(asAttacker.status).toBe(401);
+    expect(asAttacker.body.error).toMatch(/^The API key belongs to another account than /);
+
+    const forged = await acceptWith(token, `svc_sk_${'0'.repeat(40)}`);
+    expect(forged).toMatchObject({ status: 401, body: { success: false } });
+    expect(forged.body.error).toMatch(/^The API key is not valid; this invitation is for an existing account/);
+
+    // Nothing changed for the victim: no new key, not a member of the attacker's workspace, and
+    // the attacker still cannot touch tenant B as its owner.
+    expect(await keysOf(s, b.owner.id)).toBe(before);
+    const members = await s.request<{ user_id: string }[]>('GET', `/api/workspaces/${mine}/members`, { key: attacker.key });
+    expect(members.body.data?.map((m) => m.user_id)).toEqual([attacker.id]);
+    expect((await s.request('DELETE', `/api/workspaces/${b.slug}`, { key: attacker.key })).status).toBe(403);
+    // The token was not spent by the refusals.
+    const list = await s.request<Invitation[]>('GET', `/api/workspaces/${mine}/invitations`, { key: attacker.key });
+    expect(list.body.data?.find((i) => i.email === b.owner.email)?.status).toBe('pending');
+  });
+
+  it('lets the invited user accept with their own key: membership added, no key minted', async () => {
+    const victim = await makeWorkspace(s);
+    const token = await inviteAs(victim.admin.email, 'member');
+    const before = await keysOf(s, victim.admin.id);
+    const r = await acceptWith(token, victim.admin.key);
+    expect(r.status).toBe(201);
+    expect(r.body.data).toEqual({ user_id: victim.admin.id, workspace: expect.objectContaining({ slug: mine, role: 'member' }), role: 'member' });
+    expect(r.text).not.toMatch(/svc_sk_/);
+    expect(await keysOf(s, victim.admin.id)).toBe(before);
+    expect((await s.request('GET', `/api/workspaces/${mine}`, { key: victim.admin.key })).status).toBe(200);
+    // Single use, with or without the key.
+    expect((await acceptWith(token, victim.admin.key)).status).toBe(404);
+  });
+
+  it('refuses a revoked key of the invited user', async () => {
+    const victim = await makeWorkspace(s);
+    const token = await inviteAs(victim.member.email, 'member');
+    const del = await s.request('DELETE', `/api/workspaces/${victim.slug}/api-keys/${victim.member.keyId}`, { key: victim.member.key });
+    expect(del.status).toBe(200);
+    const r = await acceptWith(token, victim.member.key);
+    expect(r.status).toBe(401);
+    expect(r.body.error).toMatch(/^The API key has been revoked; this invitation is for an existing account/);
+    expect(await keysOf(s, victim.member.id)).toBe(0);
+  });
+
+  it('still answers 404 for an unknown token, whatever key comes with it', async () => {
+    expect((await acceptWith(`svc_inv_${'2'.repeat(40)}`)).status).toBe(404);
+    expect((await acceptWith(`svc_inv_${'2'.repeat(40)}`, attacker.key)).status).toBe(404);
+    expect((await acceptWith(`svc_inv_${'2'.repeat(40)}`, 'garbage')).status).toBe(404);
+  });
+
+  it('creates a new account with a first key for an address without one, even when a key is sent along', async () => {
+    const token = await inviteAs('fresh-person@example.com', 'member');
+    const r = await acceptWith(token, attacker.key);
+    expect(r.status).toBe(201);
+    expect(r.body.data?.user_id).not.toBe(attacker.id);
+    expect(r.body.data?.key).toMatch(/^svc_sk_[0-9a-f]{40}$/);
+    const me = await s.request<{ role: string }>('GET', `/api/workspaces/${mine}`, { key: r.body.data?.key });
+    expect(me.body.data?.role).toBe('member');
+  });
+
+  it('never mints a key when a member is added by user_id', async () => {
+    const victim = await makeWorkspace(s);
+    const before = await keysOf(s, victim.owner.id);
+    const r = await s.request('POST', `/api/workspaces/${mine}/members`, { key: attacker.key, body: { user_id: victim.owner.id, role: 'member' } });
+    expect(r.status).toBe(201);
+    expect(r.text).not.toMatch(/svc_sk_/);
+    expect(await keysOf(s, victim.owner.id)).toBe(before);
+    // A key made in the attacker's workspace is always the caller's own.
+    const k = await s.request<{ id: string }>('POST', `/api/workspaces/${mine}/api-keys`, { key: attacker.key, body: { name: 'x' } });
+    expect(k.status).toBe(201);
+    const row = await s.store.db.selectFrom('api_keys').select('user_id').where('id', '=', k.body.data?.id ?? '').executeTakeFirstOrThrow();
+    expect(row.user_id).toBe(attacker.id);
+  });
+});
+
+interface Received {
+  from: string;
+  to: string[];
+  data: string;
+}
+
+/** A real SMTP server on a free port that keeps what it receives. */
+async function startSmtp(opts: { password?: string } = {}): Promise<{ url: (userinfo?: string) => string; received: Received[]; close(): Promise<void> }> {
+  const received: Received[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    allowInsecureAuth: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onAuth(auth, _session, cb) {
+      if (auth.password === opts.password) cb(null, { user: auth.username });
+      else cb(new Error('Invalid username or password'));
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        received.push({
+          from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
+          to: session.envelope.rcptTo.map((r) => r.address),
+          data: Buffer.concat(chunks).toString('utf8'),
+        });
+        cb();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    url: (userinfo) => `smtp://${userinfo === undefined ? '' : `${userinfo}@`}127.0.0.1:${port.toString()}`,
+    received,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => {
+        resolve();
+      });
+    }),
+  };
+}
+
+const mailerFor = async (url: string): Promise<Mailer> => {
+  const settings = parseSmtpUrl(url, 'Slipway <slipway@test.example>');
+  if (typeof settings === 'string') throw new Error(settings);
+  return createSmtpMailer(settings);
+};
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((resolve) => {
+    srv.close(() => {
+      resolve();
+    });
+  });
+  return port;
+}
+
+const hexes = (s: string) => Buffer.from(s.replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
+
+/** The subject and body of a received message, decoded (nodemailer may use quoted-printable). */
+function parseMail(data: string): { subject: string; body: string } {
+  const at = data.indexOf('\r\n\r\n');
+  const head = data.slice(0, at).replace(/\r\n[ \t]+/g, ' ');
+  const raw = /^Subject: (.*)$/m.exec(head)?.[1] ?? '';
+  const subject = raw.replace(/=\?UTF-8\?Q\?(.*?)\?=\s*/gi, (_m, q: string) => hexes(q.replace(/_/g, ' ')));
+  return { subject, body: hexes(data.slice(at + 4).replace(/=\r?\n/g, '')) };
+}
+
+describe.each(STORE_KINDS)('invitations by e-mail on %s', (kind) => {
+  let smtp: Awaited<ReturnType<typeof startSmtp>>;
+  let s: TestServer;
+  let w: TestWorkspace;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    // --invitation-token-in-response yes does not matter once SMTP is configured.
+    s = await startTestServer(kind, { mailer: await mailerFor(smtp.url()), platform: { invitationTokenInResponse: true } });
+    w = await makeWorkspace(s);
+  });
+  afterAll(async () => {
+    await s.close();
+    await smtp.close();
+  });
+
+  it('sends the token to the invited address only, never in the create response', async () => {
+    const r = await s.request<Invitation>('POST', `/api/workspaces/${w.slug}/invitations`, { key: w.admin.key, body: { email: 'Erin@Example.com', role: 'admin' } });
+    expect(r.status).toBe(201);
+    expect(r.body.data).toEqual({ id: expect.any(String), email: 'erin@example.com', role: 'admin', status: 'pending', expires_at: expect.any(String), created_at: expect.any(String) });
+    expect(r.text).not.toContain('svc_inv_');
+    const mail = smtp.received.find((m) => m.to.includes('erin@example.com'));
+    expect(mail).toBeDefined();
+    expect(mail?.from).toBe('slipway@test.example');
+    const { subject, body: text } = parseMail(mail?.data ?? '');
+    expect(subject).toBe(`Invitation to the Slipway workspace "${w.slug}"`);
+    const token = /svc_inv_[0-9a-f]{40}/.exec(text)?.[0] ?? '';
+    expect(token).not.toBe('');
+    for (const part of [w.slug, 'as an admin', w.admin.email, r.body.data?.expires_at ?? '?', 'POST /api/invitations/accept', `"token": "${token}"`, 'X-API-Key']) {
+      expect(text).toContain(part);
+    }
+    // The e-mailed token works: a new user joins and gets a first key.
+    const accepted = await s.request<Accepted>('POST', '/api/invitations/accept', { body: { token, name: 'Erin' } });
+    expect(accepted.status).toBe(201);
+    expect(accepted.body.data).toMatchObject({ role: 'admin', key: expect.stringMatching(/^svc_sk_/) });
+  });
+
+  it('saves nothing and answers 502 when the SMTP server cannot be reached', async () => {
+    const down = await startTestServer(kind, { mailer: await mailerFor(`smtp://127.0.0.1:${(await closedPort()).toString()}`) });
+    try {
+      const dw = await makeWorkspace(down);
+      const r = await down.request('POST', `/api/workspaces/${dw.slug}/invitations`, { key: dw.owner.key, body: { email: 'frank@example.com', role: 'member' } });
+      expect(r).toMatchObject({
+        status: 502,
+        body: { success: false, error: 'The invitation e-mail could not be sent: the SMTP server refused the connection. Nothing was saved; try again later, or ask the operator to check the SMTP settings.' },
+      });
+      expect(await down.store.db.selectFrom('invitations').select('id').where('workspace_id', '=', dw.id).execute()).toEqual([]);
+      const list = await down.request<Invitation[]>('GET', `/api/workspaces/${dw.slug}/invitations`, { key: dw.owner.key });
+      expect(list.body.data).toEqual([]);
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('never shows or logs the SMTP password when the server refuses the login', async () => {
+    const guarded = await startSmtp({ password: 'right-password' });
+    const password = 'Wr0ng-Secret-Pa55';
+    const bad = await startTestServer(kind, { mailer: await mailerFor(guarded.url(`mailer:${password}`)) });
+    try {
+      const bw = await makeWorkspace(bad);
+      const r = await bad.request('POST', `/api/workspaces/${bw.slug}/invitations`, { key: bw.owner.key, body: { email: 'gina@example.com', role: 'member' } });
+      expect(r.status).toBe(502);
+      expect(r.body.error).toMatch(/^The invitation e-mail could not be sent: the SMTP server refused the login/);
+      expect(r.text).not.toContain(password);
+      expect(bad.logs.join('\n')).not.toContain(password);
+      expect(guarded.received).toEqual([]);
+      expect(await bad.store.db.selectFrom('invitations').select('id').where('workspace_id', '=', bw.id).execute()).toEqual([]);
+    } finally {
+      await bad.close();
+      await guarded.close();
+    }
+  });
+});
+
+describe.each(STORE_KINDS)('--invitation-token-in-response no without SMTP on %s', (kind) => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  beforeAll(async () => {
+    s = await startTestServer(kind, { platform: { invitationTokenInResponse: false } });
+    w = await makeWorkspace(s);
+  });
+  afterAll(async () => s.close());
+
+  it('refuses to create an invitation nobody could receive, and saves nothing', async () => {
+    const r = await s.request('POST', `/api/workspaces/${w.slug}/invitations`, { key: w.owner.key, body: { email: 'hal@example.com', role: 'member' } });
+    expect(r).toMatchObject({ status: 409, body: { success: false } });
+    expect(r.body.error).toMatch(/^This installation cannot deliver invitations: it has no SMTP server/);
+    expect(r.text).not.toContain('svc_inv_');
+    expect(await s.store.db.selectFrom('invitations').select('id').where('workspace_id', '=', w.id).execute()).toEqual([]);
   });
 });

@@ -16,6 +16,7 @@ interface Ids {
   id: string;
   key_id: string;
   user_id: string;
+  installation_id: string;
 }
 
 /** Valid bodies, so that a request is refused for what it addresses, not for its shape. */
@@ -29,10 +30,17 @@ const BODIES: Record<string, unknown> = {
   'PUT /api/workspaces/:slug/projects/:project_slug': { replicas: 3 },
   'POST /api/workspaces/:slug/projects/:project_slug/git': { repo_full_name: 'evil/repo' },
   'PUT /api/workspaces/:slug/projects/:project_slug/git': { branch: 'evil' },
+  // takes no body: listed so that the walk below is known to cover it
+  'POST /api/workspaces/:slug/projects/:project_slug/git/webhook-secret': undefined,
+  // take no body: listed so that the walk below is known to cover them
+  'POST /api/workspaces/:slug/github/installations/link': undefined,
+  'DELETE /api/workspaces/:slug/github/installations/:installation_id': undefined,
   'POST /api/workspaces/:slug/projects/:project_slug/env': { key: 'EVIL', value: 'x' },
   'PUT /api/workspaces/:slug/projects/:project_slug/env/bulk': { variables: { EVIL: 'x' }, merge: false },
   'PUT /api/workspaces/:slug/projects/:project_slug/env/:env_id': { value: 'evil' },
   'POST /api/workspaces/:slug/projects/:project_slug/domains': { domain: 'evil.example.org' },
+  // takes no body: listed so that the walk below is known to cover it
+  'POST /api/workspaces/:slug/projects/:project_slug/domains/:domain_id/verify': undefined,
   'PUT /api/workspaces/:slug/projects/:project_slug/uptime': { enabled: true },
   'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
 };
@@ -54,8 +62,11 @@ async function snapshot(db: Kysely<DB>, workspaceId: string): Promise<unknown> {
     git: await inProjects('git_connections'),
     deployments: await inProjects('deployments'),
     uptime: await inProjects('uptime_monitors'),
+    github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
   };
 }
+
+const B_INSTALLATION = 5_000_000_123;
 
 describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
   let s: TestServer;
@@ -83,6 +94,8 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       .insertInto('deployments')
       .values({ id: deploymentId, project_id: project.body.data?.id ?? '', status: 'running', source: 'git', image: 'b:1', branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
       .execute();
+    // B has linked a GitHub App installation (A knows its id)
+    await s.store.db.insertInto('github_installations').values({ workspace_id: b.id, installation_id: B_INSTALLATION, account_login: 'bigcorp', linked_by: b.admin.id, created_at: new Date().toISOString() }).execute();
     const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
     bIds = {
       slug: b.slug,
@@ -92,6 +105,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       id: `${deploymentId}|${inv.body.data?.id ?? ''}`,
       key_id: b.member.keyId,
       user_id: b.member.id,
+      installation_id: String(B_INSTALLATION),
     };
   });
   afterAll(async () => s.close());
@@ -124,7 +138,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
     const before = await snapshot(s.store.db, b.id);
-    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id)\b/.test(r.url));
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
     const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject };
     for (const route of withChildId) {

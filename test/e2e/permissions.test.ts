@@ -3,6 +3,11 @@ import { atLeast, type Role } from '../../src/domain/roles.js';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
 import { makeProject, makeUser, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
+import { githubIntegration } from '../factories/github-link.js';
+
+/** The GitHub App installation each fixture's workspace has linked. */
+const LINKED_INSTALLATION = 777;
 
 /**
  * Every route × every kind of caller → the expected status, from this one table. A route that
@@ -27,6 +32,10 @@ interface Fixture {
   /** a project with a Git connection and one deployment */
   connected: TestProject;
   deploymentId: string;
+  /** the path of `connected`'s webhook_url */
+  webhookPath: string;
+  /** a GitHub App installation linked to the workspace */
+  installationId: number;
 }
 
 interface Row {
@@ -54,6 +63,11 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/invitations/accept', who: 'public', ok: 404, path: () => '/api/invitations/accept', body: () => ({ token: `svc_inv_${'1'.repeat(40)}` }) },
   // Signed by GitHub, not keyed: without X-Hub-Signature-256 it is 401 for everybody, an API key changes nothing.
   { method: 'POST', url: '/api/webhooks/github', who: 'public', ok: 401, path: () => '/api/webhooks/github' },
+  // A Git connection's own webhook URL: signed with that connection's secret, never keyed.
+  { method: 'POST', url: '/api/webhooks/github/:webhook_id', who: 'public', ok: 401, path: (f) => f.webhookPath },
+
+  // GitHub's redirect after an installation: the signed state, not a key, says who asked; without one it is 400 for everybody.
+  { method: 'GET', url: '/api/github/setup', who: 'public', ok: 400, path: () => '/api/github/setup?installation_id=1&setup_action=install' },
 
   { method: 'POST', url: '/api/workspaces', who: 'authenticated', ok: 201, path: () => '/api/workspaces', body: () => ({ name: 'n', slug: `perm-${(slugs++).toString()}` }) },
   { method: 'GET', url: '/api/workspaces', who: 'authenticated', ok: 200, path: () => '/api/workspaces' },
@@ -76,6 +90,10 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/api-keys/:key_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/api-keys/${f.targetKeyId}` },
 
   { method: 'POST', url: '/api/workspaces/:slug/projects', who: 'member', ok: 201, path: (f) => `${ws(f)}/projects`, body: () => ({ name: `p-${(slugs++).toString()}` }) },
+  { method: 'POST', url: '/api/workspaces/:slug/github/installations/link', who: 'admin', ok: 201, path: (f) => `${ws(f)}/github/installations/link` },
+  { method: 'GET', url: '/api/workspaces/:slug/github/installations', who: 'member', ok: 200, path: (f) => `${ws(f)}/github/installations` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/github/installations/:installation_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/github/installations/${String(f.installationId)}` },
+
   { method: 'GET', url: '/api/workspaces/:slug/projects', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj, body: () => ({ replicas: 2 }) },
@@ -84,6 +102,7 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 201, path: (f) => `${proj(f)}/git`, body: () => ({ repo_full_name: 'acme/web' }) },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git`, body: () => ({ branch: 'next' }) },
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/git/webhook-secret', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git/webhook-secret` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments?page=1&limit=5` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}` },
   // Deploy actions, without an engine behind the API: they queue (202) or answer about the record.
@@ -99,6 +118,7 @@ const TABLE: Row[] = [
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 201, path: (f) => `${proj(f)}/domains`, body: () => ({ domain: `perm-${(slugs++).toString()}.example.com` }) },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id/verify', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}/verify` },
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
@@ -120,10 +140,15 @@ function expected(row: Row, p: Principal): number {
 
 describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
   let s: TestServer;
+  let fake: FakeGitHub;
   beforeAll(async () => {
-    s = await startTestServer(kind, { githubWebhookSecret: 'permission-matrix' });
+    fake = await startFakeGitHub({ installations: [LINKED_INSTALLATION] });
+    s = await startTestServer(kind, { githubWebhookSecret: 'permission-matrix', github: githubIntegration(fake) });
   });
-  afterAll(async () => s.close());
+  afterAll(async () => {
+    await s.close();
+    await fake.close();
+  });
 
   it('has a row for every registered route', () => {
     const registered = s.app.routeTable.filter((r) => r.method !== 'HEAD').map((r) => `${r.method} ${r.url}`).sort();
@@ -150,7 +175,8 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
       body: { key: 'FIXTURE', value: 'v' },
     });
     const connected = await makeProject(s, w);
-    await s.request('POST', `${ws({ w } as Fixture)}/projects/${connected.slug}/git`, { key: w.owner.key, body: { repo_full_name: 'acme/connected' } });
+    const git = await s.request<{ webhook_url: string }>('POST', `${ws({ w } as Fixture)}/projects/${connected.slug}/git`, { key: w.owner.key, body: { repo_full_name: 'acme/connected' } });
+    await s.store.db.insertInto('github_installations').values({ workspace_id: w.id, installation_id: LINKED_INSTALLATION, account_login: 'acme', linked_by: w.admin.id, created_at: new Date().toISOString() }).execute();
     const deploymentId = s.deps.ids.id();
     await s.store.db
       .insertInto('deployments')
@@ -167,6 +193,8 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
       envId: env.body.data?.id ?? '',
       connected,
       deploymentId,
+      webhookPath: git.body.data?.webhook_url ?? '',
+      installationId: LINKED_INSTALLATION,
     };
   }
 

@@ -138,11 +138,15 @@ describe.each(STORE_KINDS)('git connection on %s', (kind) => {
 
   it('connects with defaults, shows the connection on the project, and refuses a second one', async () => {
     await project('connected');
-    const r = await s.request('POST', git('connected'), { key: w.member.key, body: { repo_full_name: 'acme/web', installation_id: 42 } });
+    // (an installation must be linked to the workspace first: test/e2e/github-installations.test.ts)
+    const r = await s.request('POST', git('connected'), { key: w.member.key, body: { repo_full_name: 'acme/web' } });
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ repo_full_name: 'acme/web', branch: 'main', installation_id: 42, auto_deploy: true, dockerfile_path: 'Dockerfile', root_dir: '' });
+    expect(r.body.data).toMatchObject({ repo_full_name: 'acme/web', branch: 'main', installation_id: 0, auto_deploy: true, dockerfile_path: 'Dockerfile', root_dir: '' });
     const p = await s.request<Project>('GET', `/api/workspaces/${w.slug}/projects/connected`, { key: w.member.key });
-    expect(p.body.data?.git).toEqual(r.body.data);
+    // The webhook secret is in the create response only (issue 9 item 6); the project shows the rest.
+    const { webhook_secret: secret, ...view } = r.body.data as Record<string, unknown>;
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(p.body.data?.git).toEqual(view);
     const again = await s.request('POST', git('connected'), { key: w.member.key, body: { repo_full_name: 'acme/other' } });
     expect(again.status).toBe(409);
   });
@@ -211,11 +215,12 @@ describe.each(STORE_KINDS)('deployments list and wallet on %s', (kind) => {
   });
 
   it.each([
-    ['limit=0', '"limit" must be at least 1.'],
-    ['limit=51', '"limit" must be at most 50.'],
-    ['limit=ten', '"limit" must be an integer.'],
-    ['page=0', '"page" must be at least 1.'],
-    ['page=1.5', '"page" must be an integer.'],
+    // issue 9 item 9: one sentence for every bad query integer, naming its bounds
+    ['limit=0', '"limit" must be a whole number from 1 to 50, written in decimal digits.'],
+    ['limit=51', '"limit" must be a whole number from 1 to 50, written in decimal digits.'],
+    ['limit=ten', '"limit" must be a whole number from 1 to 50, written in decimal digits.'],
+    ['page=0', '"page" must be a whole number from 1 to 200000, written in decimal digits.'],
+    ['page=1.5', '"page" must be a whole number from 1 to 200000, written in decimal digits.'],
     ['sort=asc', 'Unknown field "sort" in the query string.'],
   ])('rejects ?%s with 400', async (query, message) => {
     await s.request('POST', `/api/workspaces/${w.slug}/projects`, { key: w.member.key, body: { name: 'q' } });

@@ -1,8 +1,9 @@
 // TLS with ACME through `slipway serve` (the built launcher, --engine docker, nginx router):
 // a deployed app and its custom domain get certificates from a real ACME CA (Debian's pebble,
 // every name resolving to 127.0.0.1 through pebble-challtestsrv, HTTP-01 validated on the
-// router's plain port), the domain shows `verified: true` through the API, and the app answers
-// over HTTPS with SNI on --router-tls-listen.
+// router's plain port), and the app answers over HTTPS with SNI on --router-tls-listen. The custom
+// domain is proven first by its DNS TXT record (a local DNS server, --dns-servers): only a
+// verified domain is routed and gets a certificate.
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { RepoRoot } from '../factories/git-server.js';
 import { apiClient, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';
+import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { httpsGet } from '../factories/tls.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 
@@ -18,6 +20,7 @@ interface Domain {
   id: string;
   domain: string;
   verified: boolean;
+  verification: { type: 'TXT'; name: string; value: string } | null;
 }
 
 const PROJECT = '/api/workspaces/default/projects/shop';
@@ -32,6 +35,7 @@ describe('TLS with ACME through slipway serve', () => {
   let proc: SlipwayProcess;
   let api: string;
   let tlsPort: number;
+  let dns: TestDns;
   let key = '';
 
   const call = apiClient(() => api, () => key);
@@ -54,6 +58,7 @@ describe('TLS with ACME through slipway serve', () => {
       Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
       'index.html': 'the shop, over TLS\n',
     });
+    dns = await startDnsServer();
     api = `http://127.0.0.1:${apiPort.toString()}`;
     proc = startSlipway([
       'serve',
@@ -69,6 +74,7 @@ describe('TLS with ACME through slipway serve', () => {
       '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--log-level', 'info',
+      '--dns-servers', dns.server,
     ], { SLIPWAY_ENGINE: 'docker' });
     await waitHealthy(proc, api);
     key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(proc.stdout())?.[0], proc);
@@ -78,17 +84,24 @@ describe('TLS with ACME through slipway serve', () => {
     await proc.stop('SIGTERM');
     await killAll();
     await pebble.stop();
+    await dns.close();
     await purgeInstallation(dataDir);
     await root.dispose();
     rmSync(scratch, { recursive: true, force: true });
   }, 120_000);
 
-  it('issues certificates for the default and the custom domain, marks the custom domain verified, and serves the app over HTTPS', async () => {
+  it('issues certificates for the default and the custom domain once it is verified, and serves the app over HTTPS', async () => {
     expect((await call('POST', '/api/workspaces/default/projects', { name: 'shop', port: 8080, cpu: '0.25', ram: '0.125' })).status).toBe(201);
     expect((await call('POST', `${PROJECT}/git`, { repo_full_name: 'acme/shop' })).status).toBe(201);
     const domain = await call<Domain>('POST', `${PROJECT}/domains`, { domain: CUSTOM });
     expect(domain.status).toBe(201);
     expect(domain.body.data?.verified).toBe(false);
+    // Its owner publishes the TXT record the API shows, and asks for the check.
+    const record = domain.body.data?.verification;
+    expect(record?.name).toBe(`_slipway-challenge.${CUSTOM}`);
+    dns.setTxt(record?.name ?? '', [record?.value ?? '']);
+    const verified = await call<Domain>('POST', `${PROJECT}/domains/${domain.body.data?.id ?? ''}/verify`);
+    expect(verified.body.data).toMatchObject({ verified: true, verification: null });
     const deployed = await call<{ id: string }>('POST', `${PROJECT}/deploy`);
     expect(deployed.status).toBe(202);
     await waitFor('the deployment to run', async () => {
@@ -97,11 +110,7 @@ describe('TLS with ACME through slipway serve', () => {
       return d?.status === 'running' ? true : undefined;
     }, proc, 120_000);
 
-    // The custom domain becomes verified once its certificate is issued.
-    const listed = await waitFor('the custom domain to be verified', async () => {
-      const list = (await call<Domain[]>('GET', `${PROJECT}/domains`)).body.data ?? [];
-      return list.some((d) => d.domain === CUSTOM && d.verified) ? list : undefined;
-    }, proc, 90_000);
+    const listed = (await call<Domain[]>('GET', `${PROJECT}/domains`)).body.data ?? [];
     expect(listed.map((d) => [d.domain, d.verified])).toEqual([[CUSTOM, true]]);
 
     const ca = await pebble.issuingRoot();

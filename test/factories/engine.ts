@@ -35,7 +35,7 @@ export interface TestEngineOptions {
   driver?: 'nginx' | 'node';
   log?: OrchestratorOptions['log'];
   /** any other orchestrator option (upstream mode, shutdown grace, …) */
-  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention'>>;
+  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency'>>;
 }
 
 const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
@@ -116,9 +116,9 @@ export interface DeployFixture {
 export async function startDeployFixture(
   kind: StoreKind,
   repoName: string,
-  opts: { authorize?: GitServerOptions['authorize']; engine?: Omit<TestEngineOptions, 'gitBaseUrl'> } = {},
+  opts: { authorize?: GitServerOptions['authorize']; engine?: Omit<TestEngineOptions, 'gitBaseUrl'>; server?: Parameters<typeof startTestServer>[1] } = {},
 ): Promise<DeployFixture> {
-  const s = await startTestServer(kind);
+  const s = await startTestServer(kind, opts.server);
   const w = await makeWorkspace(s);
   const root = await RepoRoot.create();
   const repo = await root.repo(repoName);

@@ -5,6 +5,8 @@ import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.
 import type { Role } from '../../src/domain/roles.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import type { Deps, Platform } from '../../src/deps.js';
+import type { Mailer } from '../../src/notify/mailer.js';
+import type { GitHubIntegration } from '../../src/github/installations.js';
 import { SecretBox } from '../../src/secrets/secret-box.js';
 import { randomBytes } from 'node:crypto';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
@@ -58,7 +60,7 @@ const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 /** The whole API on a real port, over a fresh store of the given kind. */
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number } = {},
 ): Promise<TestServer> {
   const database = await freshDatabase(kind);
   const store = await createStore(database.url);
@@ -70,6 +72,8 @@ export async function startTestServer(
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
     platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', ...opts.platform },
+    ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
+    ...(opts.github === undefined ? {} : { github: opts.github }),
   };
   const logs: string[] = [];
   const stream = new Writable({
@@ -85,6 +89,8 @@ export async function startTestServer(
     log: { level: 'info', stream },
     ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
     ...(opts.githubWebhookSecret === undefined ? {} : { githubWebhookSecret: opts.githubWebhookSecret }),
+    ...(opts.streamRecheckMs === undefined ? {} : { streamRecheckMs: opts.streamRecheckMs }),
+    ...(opts.refusalLogMs === undefined ? {} : { refusalLogMs: opts.refusalLogMs }),
     version: 'test',
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -182,9 +188,10 @@ export async function makeProject(s: TestServer, w: { id: string }, name = `app-
   const now = iso(s.clock.now());
   const id = s.deps.ids.id();
   const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+  const ws = await s.store.db.selectFrom('workspaces').select('slug').where('id', '=', w.id).executeTakeFirstOrThrow();
   await s.store.db
     .insertInto('projects')
-    .values({ id, workspace_id: w.id, name, slug, port: 8080, replicas: 1, cpu: '0.5', ram: '0.5', status: 'pending', created_at: now, updated_at: now })
+    .values({ id, workspace_id: w.id, name, slug, port: 8080, replicas: 1, cpu: '0.5', ram: '0.5', status: 'pending', created_at: now, updated_at: now, host_label: `${slug}-${ws.slug}` })
     .execute();
   return { id, slug, name };
 }

@@ -103,6 +103,24 @@ describe('over smart HTTP', () => {
     expect(await readFile(join(out.dir, 'index.html'), 'utf8')).toBe('v2\n');
   });
 
+  it('with requireHead, fetches a pushed commit only while it is the head of its branch, leaving no directory otherwise', async () => {
+    const before = await readdir(work);
+    // A push webhook's old commit (replayed, or overtaken by a newer push): refused before any build.
+    const stale = await failure(source().fetch({ repoFullName: 'acme/app', branch: 'main', workDir: work, commitSha: shas['second'], requireHead: true }));
+    expect(stale.code).toBe('not_head');
+    expect(stale.message).toBe(`${(shas['second'] ?? '').slice(0, 12)} is no longer the head of main (now ${(shas['main'] ?? '').slice(0, 12)}); the newer push deploys it.`);
+    expect(await readdir(work)).toEqual(before);
+    // The head of another branch is not the head of this one.
+    const elsewhere = await failure(source().fetch({ repoFullName: 'acme/app', branch: 'main', workDir: work, commitSha: shas['feature'], requireHead: true }));
+    expect(elsewhere.code).toBe('not_head');
+    // The current head is fetched as always.
+    const head = await source().fetch({ repoFullName: 'acme/app', branch: 'main', workDir: work, commitSha: shas['main'], requireHead: true });
+    expect(head.commitSha).toBe(shas['main']);
+    // Without requireHead (a member's deploy of an explicit commit), an older commit still builds.
+    const old = await source().fetch({ repoFullName: 'acme/app', branch: 'main', workDir: work, commitSha: shas['second'] });
+    expect(old.commitSha).toBe(shas['second']);
+  });
+
   it('leaves .git out of the checkout unless asked to keep it', async () => {
     const out = await source().fetch({ repoFullName: 'acme/app', branch: 'main', workDir: work });
     expect((await readdir(out.dir)).sort()).toEqual(['README.md', 'index.html']);

@@ -3,7 +3,7 @@
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/domain/clock.js';
-import { accessTokenFor, GitHubApp, GitHubAppError } from '../../src/build/github-app.js';
+import { GitHubApp, GitHubAppError } from '../../src/build/github-app.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { closedPort } from '../factories/git-server.js';
 
@@ -171,9 +171,49 @@ describe('installation tokens', () => {
     expect((await failure(makeApp().installationToken(1.5))).code).toBe('invalid');
   });
 
-  it('gives no token without an app or without an installation', async () => {
-    expect(await accessTokenFor(undefined, INSTALLATION)).toBeUndefined();
-    expect(await accessTokenFor(makeApp(), 0)).toBeUndefined();
-    expect(await accessTokenFor(makeApp(), INSTALLATION)).toMatch(/^ghs_/);
+  it('restricts a token to one repository the installation covers, and refuses one it does not cover', async () => {
+    const fake = await startFakeGitHub({ installations: [{ id: INSTALLATION, account: 'acme', repositories: ['acme/one', 'acme/two'] }], clock });
+    try {
+      const app = new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url, clock });
+      const one = await app.installationToken(INSTALLATION, { repository: 'one' });
+      expect(fake.calls.at(-1)).toMatchObject({ status: 201, repositories: ['one'] });
+      expect(fake.isValid(one.token, INSTALLATION, 'acme/one')).toBe(true);
+      expect(fake.isValid(one.token, INSTALLATION, 'acme/two')).toBe(false);
+      // cached per repository: another repository gets its own token
+      expect(await app.installationToken(INSTALLATION, { repository: 'one' })).toEqual(one);
+      const two = await app.installationToken(INSTALLATION, { repository: 'two' });
+      expect(two.token).not.toBe(one.token);
+      const err = await failure(app.installationToken(INSTALLATION, { repository: 'secret' }));
+      expect(err.code).toBe('repository_not_covered');
+      expect(err.message).toBe(`GitHub App installation ${INSTALLATION} does not cover the repository secret: add it to the installation's repositories on GitHub.`);
+      // forget() drops every token of the installation
+      app.forget(INSTALLATION);
+      expect((await app.installationToken(INSTALLATION, { repository: 'one' })).token).not.toBe(one.token);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('tells which repositories an installation covers, and the app page installations start from', async () => {
+    const repos = Array.from({ length: 150 }, (_, i) => `acme/repo-${String(i)}`);
+    const fake = await startFakeGitHub({ installations: [{ id: INSTALLATION, account: 'acme', repositories: repos }], clock });
+    try {
+      const app = new GitHubApp({ appId: fake.appId, privateKey: fake.privateKeyPem, apiUrl: fake.url, clock });
+      expect(await app.covers(INSTALLATION, 'acme/repo-3')).toBe(true);
+      // on the second page, and case-insensitively
+      expect(await app.covers(INSTALLATION, 'ACME/Repo-149')).toBe(true);
+      expect(await app.covers(INSTALLATION, 'acme/repo-150')).toBe(false);
+      expect(await app.covers(INSTALLATION, 'other/repo-3')).toBe(false);
+      expect((await failure(app.covers(OTHER_INSTALLATION, 'acme/repo-3'))).code).toBe('installation_not_found');
+      // a cached token GitHub revoked: covers() fetches a fresh one and answers
+      const calls = fake.calls.length;
+      for (const t of [...fake.issued.keys()]) fake.issued.delete(t);
+      expect(await app.covers(INSTALLATION, 'acme/repo-3')).toBe(true);
+      expect(fake.calls.length).toBe(calls + 1);
+      expect(await app.appInfo()).toEqual({ htmlUrl: fake.htmlUrl, slug: 'slipway-test' });
+      expect(fake.requests).toContain('GET /app 200');
+    } finally {
+      await fake.close();
+    }
   });
 });

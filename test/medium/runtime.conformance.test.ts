@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostPortTakenError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
+import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import type { NetworkPool } from '../../src/runtime/docker/network-pool.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
 import { freePort, waitFor } from '../factories/process.js';
 
@@ -130,6 +131,8 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(new Set([a.id, b.id, c.id]).size).toBe(1);
       expect([a, b].filter((x) => x.created)).toHaveLength(1);
       expect(c.created).toBe(false);
+      // one network, one subnet, however it was asked for
+      expect(new Set([a.subnet, b.subnet, c.subnet]).size).toBe(1);
     });
 
     it('builds from a context directory and a Dockerfile path, streaming every line in order', async () => {
@@ -501,6 +504,75 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
     });
   });
 }
+
+/**
+ * A driver's address pool (`--network-pool`): every network gets its own subnet of the pool,
+ * never one another network of the engine uses, even when two processes create at once; a full
+ * pool is a NetworkPoolFullError; a removed network's subnet is free again.
+ */
+function networkPoolConformance(name: string, makeRuntime: (pool: NetworkPool) => Runtime): void {
+  describe(`network pool: ${name}`, () => {
+    const suite = `np${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+    const labels = { [SUITE_LABEL]: suite };
+    // a random /26 of 10.254/16 in /28s: four networks, apart from the default pool other tests use
+    const third = randomBytes(1)[0] ?? 0;
+    const fourth = ((randomBytes(1)[0] ?? 0) % 4) * 64;
+    const prefix = `10.254.${third.toString()}`;
+    const pool: NetworkPool = { cidr: `${prefix}.${fourth.toString()}/26`, size: 28 };
+    const inPool = (subnet: string | null) => {
+      const m = new RegExp(`^${prefix.replace(/\./g, '\\.')}\\.(\\d+)/28$`).exec(subnet ?? '');
+      return m !== null && Number(m[1]) >= fourth && Number(m[1]) < fourth + 64 && Number(m[1]) % 16 === 0;
+    };
+    const docker = new Docker();
+    let n = 0;
+    const spec = () => ({ name: `ws-${suite}-${String(++n)}`, workspace: `w-${suite}`, labels });
+
+    afterAll(async () => {
+      await makeRuntime(pool).purge({ labels });
+      for (const net of await docker.listNetworks({ filters: { label: [`${SUITE_LABEL}=${suite}`] } })) await docker.getNetwork(net.Id).remove().catch(() => undefined);
+    }, 60_000);
+
+    it('gives each network its own subnet of the pool, also to creations racing from two processes, skips foreign networks, and frees a removed one', async () => {
+      // a network the runtime does not manage already holds the pool's first /28
+      const first = `${prefix}.${fourth.toString()}/28`;
+      await docker.createNetwork({ Name: `foreign-${suite}`, Driver: 'bridge', IPAM: { Driver: 'default', Config: [{ Subnet: first }] }, Labels: labels });
+      // two runtimes stand for two processes on one engine: each picks alone, the engine arbitrates
+      const [a, b] = [makeRuntime(pool), makeRuntime(pool)];
+      const made = await Promise.all([a.ensureNetwork(spec()), b.ensureNetwork(spec()), a.ensureNetwork(spec())]);
+      const subnets = made.map((m) => m.subnet);
+      expect(subnets.every(inPool), subnets.join(', ')).toBe(true);
+      expect(new Set([first, ...subnets]).size).toBe(4);
+      const listed = await a.listNetworks({ labels });
+      expect(listed.map((l) => l.subnet).sort()).toEqual([...subnets].sort());
+
+      // full: the fifth /28 does not exist
+      const full = await b.ensureNetwork(spec()).then(() => null, (err: unknown) => err);
+      expect(full).toBeInstanceOf(NetworkPoolFullError);
+      expect((full as Error).message).toMatch(new RegExp(`every /28 subnet of the network pool ${pool.cidr.replace(/[./]/g, '\\$&')} \\(4 networks; --network-pool, --network-size\\) is in use`));
+
+      // a removed network's subnet is free again
+      const gone = made[1];
+      expect(await a.removeNetwork(gone.id)).toBe(true);
+      const again = await b.ensureNetwork(spec());
+      expect(again.subnet).toBe(gone.subnet);
+    }, 60_000);
+
+    it('lists a pooled network with the subnet it was given', async () => {
+      const rt = makeRuntime(pool);
+      const net = await rt.ensureNetwork(spec()).catch(() => null);
+      // the previous case may have left the pool full: make room
+      if (net === null) {
+        for (const l of await rt.listNetworks({ labels })) await rt.removeNetwork(l.id);
+      }
+      const ensured = net ?? (await rt.ensureNetwork(spec()));
+      const listed = (await rt.listNetworks({ labels })).find((l) => l.id === ensured.id);
+      expect(listed?.subnet).toBe(ensured.subnet);
+      expect(inPool(ensured.subnet)).toBe(true);
+    }, 60_000);
+  });
+}
+
+networkPoolConformance('Docker Engine', (pool) => new DockerRuntime({ docker: new Docker(), networkPool: pool }));
 
 // The legacy builder first (--builder classic), then the default (BuildKit), which releases the base image.
 runtimeConformance('Docker Engine, classic builder', async () => {

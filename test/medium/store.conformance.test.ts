@@ -43,7 +43,17 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     const again = await createStore(database.url);
     try {
       const names = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(again.db);
-      expect(names.rows.map((r) => r.name)).toEqual(['2026-11-21T000000-tenancy', '2026-11-21T010000-projects', '2026-11-22T000000-deploy-queue', '2026-11-23T000000-leases', '2026-11-24T000000-restart-requests']);
+      expect(names.rows.map((r) => r.name)).toEqual([
+        '2026-11-21T000000-tenancy',
+        '2026-11-21T010000-projects',
+        '2026-11-22T000000-deploy-queue',
+        '2026-11-23T000000-leases',
+        '2026-11-24T000000-restart-requests',
+        '2026-11-25T010000-github-installations',
+        '2026-11-25T020000-webhook-secrets',
+        '2026-11-25T030000-hosts',
+        '2026-11-25T090000-workspace-creators',
+      ]);
     } finally {
       await again.close();
     }
@@ -137,6 +147,39 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
       try {
         const wallet = await full.db.selectFrom('wallets').selectAll().where('workspace_id', '=', 'w-old').executeTakeFirstOrThrow();
         expect([toNumber(wallet.balance), wallet.currency, toNumber(wallet.alert_threshold)]).toEqual([0, 'USD', 0]);
+      } finally {
+        await full.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
+  it('gives Git connections that predate per-connection webhook secrets a unique webhook id and no secret when migrating', async () => {
+    const old = await freshDatabase(kind);
+    try {
+      const partial = await createStore(old.url, { upTo: '2026-11-24T000000-restart-requests' });
+      await sql`insert into workspaces (id, name, slug, settings, created_at, updated_at) values ('w-old', 'Old', 'old', '{}', ${now}, ${now})`.execute(partial.db);
+      for (const p of ['p-a', 'p-b']) {
+        await sql`insert into projects (id, workspace_id, name, slug, port, replicas, cpu, ram, status, created_at, updated_at) values (${p}, 'w-old', ${p}, ${p}, 8080, 1, '0.5', '0.5', 'pending', ${now}, ${now})`.execute(partial.db);
+        await sql`insert into git_connections (project_id, repo_full_name, branch, installation_id, auto_deploy, dockerfile_path, root_dir, created_at, updated_at) values (${p}, 'acme/web', 'main', 0, 1, 'Dockerfile', '', ${now}, ${now})`.execute(partial.db);
+      }
+      await sql`insert into deployments (id, project_id, status, source, created_at) values ('d-old', 'p-a', 'running', 'git', ${now})`.execute(partial.db);
+      await partial.close();
+      const full = await createStore(old.url);
+      try {
+        const rows = await full.db.selectFrom('git_connections').select(['webhook_id', 'webhook_secret']).orderBy('project_id').execute();
+        expect(rows).toHaveLength(2);
+        for (const r of rows) {
+          expect(r.webhook_id).toMatch(/^[0-9a-f]{32}$/);
+          expect(r.webhook_secret).toBeNull();
+        }
+        expect(rows[0]?.webhook_id).not.toBe(rows[1]?.webhook_id);
+        const d = await full.db.selectFrom('deployments').select('require_head').where('id', '=', 'd-old').executeTakeFirstOrThrow();
+        expect(d.require_head).toBe(0);
+        // One URL names one connection: the store refuses a second row with the same webhook id.
+        const dup = await sql`update git_connections set webhook_id = ${rows[0]?.webhook_id ?? ''} where project_id = 'p-b'`.execute(full.db).then(() => null, (e: unknown) => e);
+        expect(isUniqueViolation(dup)).toBe(true);
       } finally {
         await full.close();
       }

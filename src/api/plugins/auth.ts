@@ -1,11 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, forbidden, notFound } from '../../domain/errors.js';
+import { iso, type Clock } from '../../domain/clock.js';
+import { AppError, forbidden, notFound, unauthorized } from '../../domain/errors.js';
 import { ACTIONS, allows, type Action } from '../../domain/roles.js';
 import type { Access, Caller } from '../../tenancy/context.js';
 import type { ApiKeyService } from '../../tenancy/api-keys.service.js';
 import type { Store } from '../../store/db.js';
 import { TokenBuckets } from '../rate-limit.js';
+import type { RefusalLog } from '../request-log.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -26,6 +28,16 @@ declare module 'fastify' {
     access: Access | null;
     /** why a stream route refused the caller; the handler reports it */
     refusal: AppError | null;
+    /** the rate limiter refused it: counted by the RefusalLog, not logged one by one */
+    rateLimited: boolean;
+    /**
+     * For an admitted caller: checks again that the key is live and the caller still holds the
+     * route's role in `:slug`, throwing the AppError that says why not. Long-lived streams call it
+     * every `streamRecheckMs` (serveStream), so a revoked key or a removed member is cut off.
+     */
+    recheck: (() => Promise<void>) | null;
+    /** how often open streams call `recheck` */
+    streamRecheckMs: number;
   }
 }
 
@@ -34,6 +46,11 @@ export interface AuthOptions {
   apiKeys: ApiKeyService;
   keyBuckets: TokenBuckets;
   addressBuckets: TokenBuckets;
+  clock: Clock;
+  /** rate-limit refusals, logged in aggregate */
+  refusals: RefusalLog;
+  /** how often an open stream re-checks its caller (at most 10 s) */
+  streamRecheckMs: number;
 }
 
 /** The key from the `X-API-Key` header, or (for WebSocket handshakes from browsers) `?api_key=`. */
@@ -60,8 +77,24 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   app.decorateRequest('caller', null);
   app.decorateRequest('access', null);
   app.decorateRequest('refusal', null);
+  app.decorateRequest('rateLimited', false);
+  app.decorateRequest('recheck', null);
+  app.decorateRequest('streamRecheckMs', opts.streamRecheckMs);
+  app.addHook('onClose', () => {
+    opts.refusals.close();
+  });
 
   app.addHook('onRequest', async (request) => {
+    try {
+      await guard(request);
+    } finally {
+      // Fastify's own "incoming request" line is held back until here (RequestLogController):
+      // a refused request is only counted.
+      if (!request.rateLimited) request.log.info({ req: request }, 'incoming request');
+    }
+  });
+
+  async function guard(request: FastifyRequest): Promise<void> {
     if (request.is404) return;
     const config = request.routeOptions.config;
     if (config.probe === true) return;
@@ -75,13 +108,20 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
       if (!(err instanceof AppError)) throw err;
       request.refusal = err;
     }
-  });
+  }
+
+  function limit(request: FastifyRequest, buckets: TokenBuckets, kind: 'key' | 'address', id: string): void {
+    const wait = buckets.take(id);
+    if (wait === 0) return;
+    request.rateLimited = true;
+    opts.refusals.note(kind, id);
+    throw tooMany(wait);
+  }
 
   async function admit(request: FastifyRequest): Promise<void> {
     const config = request.routeOptions.config;
     if (config.public === true) {
-      const wait = opts.addressBuckets.take(request.ip);
-      if (wait > 0) throw tooMany(wait);
+      limit(request, opts.addressBuckets, 'address', request.ip);
       return;
     }
     let caller: Caller;
@@ -89,17 +129,21 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
       caller = await opts.apiKeys.authenticate(presentedKey(request));
     } catch (err) {
       // Failed attempts spend the client address's tokens, so keys cannot be guessed at speed.
-      const wait = opts.addressBuckets.take(request.ip);
-      if (wait > 0) throw tooMany(wait);
+      limit(request, opts.addressBuckets, 'address', request.ip);
       throw err;
     }
-    const wait = opts.keyBuckets.take(caller.keyId);
-    if (wait > 0) throw tooMany(wait);
+    limit(request, opts.keyBuckets, 'key', caller.keyId);
     request.caller = caller;
 
     const action = config.action;
-    if (action === undefined) return;
     const slug = (request.params as Record<string, string | undefined>)['slug'] ?? '';
+    request.recheck = () => recheck(caller, action, slug);
+    if (action === undefined) return;
+    request.access = await membership(caller, action, slug);
+  }
+
+  /** The caller's membership of `:slug` with a role that allows `action`: 404 for a non-member, 403 for a lower role. */
+  async function membership(caller: Caller, action: Action, slug: string): Promise<Access> {
     const row = await opts.store.db
       .selectFrom('workspaces')
       .innerJoin('members', 'members.workspace_id', 'workspaces.id')
@@ -113,7 +157,32 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     if (!allows(role, action)) {
       throw forbidden(`This action needs the ${ACTIONS[action]} role or higher; you are ${role === 'admin' ? 'an' : 'a'} ${role}.`);
     }
-    request.access = { caller, workspace, role };
+    return { caller, workspace, role };
+  }
+
+  /** The admission again, for a caller already admitted (an open stream): the sentence says what changed. */
+  async function recheck(caller: Caller, action: Action | undefined, slug: string): Promise<void> {
+    const key = await opts.store.db
+      .selectFrom('api_keys')
+      .innerJoin('users', 'users.id', 'api_keys.user_id')
+      .select(['api_keys.revoked_at', 'api_keys.expires_at'])
+      .where('api_keys.id', '=', caller.keyId)
+      .executeTakeFirst();
+    const revoked = key === undefined || key.revoked_at !== null;
+    const expired = !revoked && key.expires_at <= iso(opts.clock.now());
+    // Membership first: removing a member also revokes their keys listed under the workspace,
+    // and the removal is what they need to be told.
+    if (action !== undefined) {
+      try {
+        await membership(caller, action, slug);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'NOT_FOUND') throw forbidden('You are no longer a member of this workspace.');
+        if (err instanceof AppError && err.code === 'FORBIDDEN') throw forbidden(`Your role in this workspace no longer allows this. ${err.message}`);
+        throw err;
+      }
+    }
+    if (revoked) throw unauthorized('The API key has been revoked.');
+    if (expired) throw unauthorized('The API key has expired.');
   }
 });
 

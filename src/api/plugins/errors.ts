@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, ERROR_STATUS, type ErrorCode } from '../../domain/errors.js';
@@ -50,12 +51,43 @@ export function frameworkErrors(err: FastifyError, _request: FastifyRequest, rep
   else void send(reply, 400, FASTIFY_MESSAGES[err.code] ?? 'The request path is not valid.');
 }
 
+/** What Node's HTTP parser refuses before Fastify sees a request, in our words. */
+function clientErrorAnswer(code: string | undefined): { status: number; reason: string; message: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'The request headers are too large.' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'The request did not arrive in time.' };
+  return { status: 400, reason: 'Bad Request', message: 'The request is not valid HTTP.' };
+}
+
+/**
+ * Node's 'clientError' (a request its parser refuses: malformed, headers too large, too slow),
+ * answered in the envelope like every other error, as Node itself would answer: only when no
+ * response is being written on the connection, with `Connection: close`, and the socket is then
+ * destroyed (the parser cannot go on after a bad request).
+ */
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const { status, reason, message } = clientErrorAnswer(err.code);
+  this.log.debug({ code: err.code, status }, `client error: ${message}`);
+  // Node's own rule: never write into a response that has started on this connection.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && (inFlight === undefined || inFlight === null || inFlight.headersSent !== true)) {
+    const body = JSON.stringify({ success: false, error: message });
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
 /**
  * The one map from error to HTTP status and envelope. Domain errors carry their code; Fastify's
  * validation and parsing errors become 400/413/415; anything else is a 500 whose detail stays
  * in the server log.
  */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  // Fastify parses text/plain bodies by default; the API takes JSON only, so any other type is
+  // 415 (routes that take another type, the webhooks, add their own parser).
+  app.removeContentTypeParser('text/plain');
   const routes: RouteEntry[] = [];
   app.decorate('routeTable', routes);
   app.addHook('onRoute', (route) => {
@@ -66,7 +98,8 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AppError) {
       if (err.status >= 500) request.log.error({ err }, err.message);
-      else request.log.info({ code: err.code, status: err.status }, err.message);
+      // refusals of the rate limiter are counted by the RefusalLog, not logged one by one
+      else if (err.code !== 'RATE_LIMITED') request.log.info({ code: err.code, status: err.status }, err.message);
       return send(reply, err.status, err.message, { ...err.headers });
     }
     const fe = err as FastifyError;

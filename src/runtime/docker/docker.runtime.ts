@@ -27,11 +27,13 @@ import type {
   Selector,
   StopOptions,
 } from '../../domain/runtime.js';
-import { HostPortTakenError } from '../../domain/runtime.js';
+import { HostPortTakenError, NetworkPoolFullError } from '../../domain/runtime.js';
 import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
 import { Channel, LineSplitter } from './feed.js';
 import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
+import { DEFAULT_NETWORK_POOL, freeSubnet, poolCapacity, type NetworkPool } from './network-pool.js';
+import { scrubEnv } from './scrub.js';
 import { hasPrevious, usageFrom, type StatsSample } from './usage.js';
 
 export interface DockerRuntimeOptions {
@@ -45,7 +47,19 @@ export interface DockerRuntimeOptions {
    * instruction, each a container commit).
    */
   builder?: 'buildkit' | 'classic';
+  /**
+   * Where workspace networks get their subnets (`--network-pool`, `--network-size`); default
+   * DEFAULT_NETWORK_POOL. null: the engine's own default address pools (about 30 networks).
+   */
+  networkPool?: NetworkPool | null;
 }
+
+/** Subnet picks that another client of the engine took first, before giving up. */
+const SUBNET_ATTEMPTS = 20;
+
+/** The IPv4 subnets of a network as the engine lists it. */
+const subnetsOf = (n: Docker.NetworkInspectInfo): string[] =>
+  (orNull(n.IPAM?.Config) ?? []).flatMap((c) => (typeof c.Subnet === 'string' && c.Subnet.includes('.') ? [c.Subnet] : []));
 
 /** dockerode's own packing of a build context (tar-fs, honouring .dockerignore, gzip), for a build request dialled directly. */
 const packContext = (createRequire(import.meta.url)('dockerode/lib/util.js') as {
@@ -91,11 +105,15 @@ export class DockerRuntime implements Runtime {
   private readonly builder: 'buildkit' | 'classic';
   /** ensureNetwork calls in flight, by name: concurrent callers share one creation */
   private readonly creatingNetworks = new Map<string, Promise<NetworkInfo>>();
+  private readonly networkPool: NetworkPool | null;
+  /** subnet picks of this process, one at a time (other processes are caught by the engine's overlap check) */
+  private picking: Promise<unknown> = Promise.resolve();
 
   constructor(opts: DockerRuntimeOptions) {
     this.docker = opts.docker;
     this.publishHost = opts.publishHost ?? '127.0.0.1';
     this.builder = opts.builder ?? 'buildkit';
+    this.networkPool = opts.networkPool === undefined ? DEFAULT_NETWORK_POOL : opts.networkPool;
   }
 
   async check(): Promise<EngineInfo> {
@@ -127,37 +145,69 @@ export class DockerRuntime implements Runtime {
   private async createNetwork(spec: NetworkSpec): Promise<NetworkInfo> {
     const existing = await this.networksNamed(spec.name);
     const first = existing[0];
-    if (first !== undefined) return { id: first.Id, name: spec.name, created: false };
-    let id: string;
+    if (first !== undefined) return { id: first.Id, name: spec.name, created: false, subnet: subnetsOf(first)[0] ?? null };
+    let created: { id: string; subnet: string | null };
     try {
-      const net = await this.docker.createNetwork({
+      created = await this.createWithSubnet({
         Name: spec.name,
         Driver: 'bridge',
         CheckDuplicate: true,
         Labels: withOwner({ workspace: spec.workspace }, spec.labels),
       });
-      id = net.id;
     } catch (err) {
+      if (err instanceof NetworkPoolFullError) throw err;
       const again = (await this.networksNamed(spec.name))[0];
-      if (statusOf(err) === 409 && again !== undefined) return { id: again.Id, name: spec.name, created: false };
+      if (statusOf(err) === 409 && again !== undefined) return { id: again.Id, name: spec.name, created: false, subnet: subnetsOf(again)[0] ?? null };
       throw new Error(`Cannot create network ${spec.name}: ${engineMessage(err)}`, { cause: err });
     }
     // The engine's duplicate check is best effort: when another process created the same name at
     // the same moment, the oldest network wins and ours goes, so that the name stays unambiguous.
     const all = await this.networksNamed(spec.name);
     const winner = all[0];
-    if (winner !== undefined && winner.Id !== id) {
-      await this.docker.getNetwork(id).remove().catch(() => undefined);
-      return { id: winner.Id, name: spec.name, created: false };
+    if (winner !== undefined && winner.Id !== created.id) {
+      await this.docker.getNetwork(created.id).remove().catch(() => undefined);
+      return { id: winner.Id, name: spec.name, created: false, subnet: subnetsOf(winner)[0] ?? null };
     }
-    return { id, name: spec.name, created: true };
+    return { id: created.id, name: spec.name, created: true, subnet: created.subnet };
+  }
+
+  /**
+   * Creates the network with the first subnet of the pool that no network of the engine uses
+   * (read from the engine each time: a removed network's subnet is free again). Picks of this
+   * process take turns; another process that takes the same subnet first makes the engine refuse
+   * ours ("Pool overlaps"), and the next free one is tried.
+   */
+  private async createWithSubnet(options: Docker.NetworkCreateOptions): Promise<{ id: string; subnet: string | null }> {
+    const pool = this.networkPool;
+    if (pool === null) return { id: (await this.docker.createNetwork(options)).id, subnet: null };
+    const pick = this.picking.then(async () => {
+      const lost = new Set<string>();
+      for (let attempt = 1; ; attempt++) {
+        const used = (await this.docker.listNetworks()).flatMap(subnetsOf);
+        const subnet = freeSubnet(pool, [...used, ...lost]);
+        if (subnet === null) {
+          throw new NetworkPoolFullError(
+            `Cannot create network ${options.Name}: every /${pool.size.toString()} subnet of the network pool ${pool.cidr} (${poolCapacity(pool).toString()} networks; --network-pool, --network-size) is in use. The operator can widen the pool; removing deleted workspaces' networks frees theirs.`,
+          );
+        }
+        try {
+          const net = await this.docker.createNetwork({ ...options, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } });
+          return { id: net.id, subnet };
+        } catch (err) {
+          if (!/overlaps/i.test(engineMessage(err)) || attempt >= SUBNET_ATTEMPTS) throw err;
+          lost.add(subnet);
+        }
+      }
+    });
+    this.picking = pick.catch(() => undefined);
+    return pick;
   }
 
   async listNetworks(selector: Selector): Promise<ManagedNetwork[]> {
     const found = await this.docker.listNetworks({ filters: { label: labelFilter(selector) } });
     return found.map((n) => {
       const labels: Labels = n.Labels ?? {};
-      return { id: n.Id, name: n.Name, workspace: labels[LABEL.workspace] ?? null, labels };
+      return { id: n.Id, name: n.Name, subnet: subnetsOf(n)[0] ?? null, workspace: labels[LABEL.workspace] ?? null, labels };
     });
   }
 
@@ -375,16 +425,18 @@ export class DockerRuntime implements Runtime {
         NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: [...(spec.aliases ?? [])] } } },
       });
     } catch (err) {
-      throw new Error(`Cannot create container ${spec.name} from ${spec.image}: ${engineMessage(err)}`, { cause: err });
+      // The engine's message may quote the environment (runc quotes a refused `KEY=value`): it is
+      // scrubbed, and the engine's error is not kept as the cause, which loggers print in full.
+      throw new Error(`Cannot create container ${spec.name} from ${spec.image}: ${scrubEnv(engineMessage(err), spec.env)}`);
     }
     try {
       await container.start();
     } catch (err) {
       await container.remove({ force: true, v: true }).catch(() => undefined);
-      const message = `Cannot start container ${spec.name}: ${engineMessage(err)}`;
+      const message = `Cannot start container ${spec.name}: ${scrubEnv(engineMessage(err), spec.env)}`;
       // Docker's port allocator, or docker-proxy's bind
-      if (spec.hostPort !== undefined && /port is already allocated|address already in use/i.test(message)) throw new HostPortTakenError(spec.hostPort, message, { cause: err });
-      throw new Error(message, { cause: err });
+      if (spec.hostPort !== undefined && /port is already allocated|address already in use/i.test(message)) throw new HostPortTakenError(spec.hostPort, message);
+      throw new Error(message);
     }
     const info = await this.inspect(container.id);
     if (info === null) throw new Error(`Container ${spec.name} disappeared right after it started.`);
@@ -584,7 +636,9 @@ export class DockerRuntime implements Runtime {
     const removed = await Promise.all(containers.map((c) => this.remove(c.Id)));
     purged.containers = removed.filter(Boolean).length;
 
-    for (const n of await this.docker.listNetworks({ filters: { label } })) {
+    // a few at a time: an installation may hold hundreds of workspace networks
+    const networks = await this.docker.listNetworks({ filters: { label } });
+    const removeNetwork = async (n: Docker.NetworkInspectInfo): Promise<void> => {
       try {
         if (await ignoreMissing(this.docker.getNetwork(n.Id).remove())) purged.networks++;
       } catch (err) {
@@ -592,7 +646,10 @@ export class DockerRuntime implements Runtime {
         // shared `ws-<slug>` name): left for whoever removes those
         if (statusOf(err) !== 403) throw err;
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, networks.length) }, async () => {
+      for (let n = networks.shift(); n !== undefined; n = networks.shift()) await removeNetwork(n);
+    }));
     const { Volumes: volumes } = await this.docker.listVolumes({ filters: { label } });
     for (const v of orNull(volumes) ?? []) {
       if (await ignoreMissing(this.docker.getVolume(v.Name).remove())) purged.volumes++;

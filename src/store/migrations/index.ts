@@ -5,6 +5,10 @@ import * as m20261121T010000 from './2026-11-21T010000-projects.js';
 import * as m20261122T000000 from './2026-11-22T000000-deploy-queue.js';
 import * as m20261123T000000 from './2026-11-23T000000-leases.js';
 import * as m20261124T000000 from './2026-11-24T000000-restart-requests.js';
+import * as m20261125T010000 from './2026-11-25T010000-github-installations.js';
+import * as m20261125T020000 from './2026-11-25T020000-webhook-secrets.js';
+import * as m20261125T030000 from './2026-11-25T030000-hosts.js';
+import * as m20261125T090000 from './2026-11-25T090000-workspace-creators.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -20,6 +24,10 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-22T000000-deploy-queue': m20261122T000000,
   '2026-11-23T000000-leases': m20261123T000000,
   '2026-11-24T000000-restart-requests': m20261124T000000,
+  '2026-11-25T010000-github-installations': m20261125T010000,
+  '2026-11-25T020000-webhook-secrets': m20261125T020000,
+  '2026-11-25T030000-hosts': m20261125T030000,
+  '2026-11-25T090000-workspace-creators': m20261125T090000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -33,6 +33,7 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
     wsHandler: (socket, req) => {
       serveStream(
         socket,
+        req,
         async (stream) => {
           if (req.refusal !== null) throw req.refusal;
           const { project_slug, id } = req.params;
@@ -57,7 +58,6 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
             await buildLog.changed(id, POLL_MS);
           }
         },
-        req.log,
       );
     },
   });

@@ -16,6 +16,10 @@ export const domainsRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     reply.code(201).send(ok(await domains.add(accessOf(req), req.params.project_slug, req.body))),
   );
 
+  app.post(`${base}/:domain_id/verify`, { schema: s.verifyDomain, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await domains.verify(accessOf(req), req.params.project_slug, req.params.domain_id)),
+  );
+
   app.delete(`${base}/:domain_id`, { schema: s.removeDomain, config: { action: 'workspace.operate' } }, async (req) =>
     ok(await domains.remove(accessOf(req), req.params.project_slug, req.params.domain_id)),
   );

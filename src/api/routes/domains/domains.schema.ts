@@ -5,7 +5,26 @@ export const Domain = Type.Object(
   {
     id: Type.String(),
     domain: Type.String({ description: 'The host name, lowercase.' }),
-    verified: Type.Boolean({ description: 'false until the domain has been verified (ACME).' }),
+    verified: Type.Boolean({
+      description:
+        'true once ownership of the name is proven (its TXT record, the name resolving to this installation, or an operator ' +
+        'who trusts every domain); only verified domains are routed and get certificates.',
+    }),
+    verification: Type.Union(
+      [
+        Type.Object(
+          {
+            type: Type.Literal('TXT'),
+            name: Type.String({ description: '`_slipway-challenge.<domain>`', example: '_slipway-challenge.shop.example.com' }),
+            value: Type.String({ description: '`slipway-verify=<token>`' }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: 'While unverified: the DNS record that proves ownership (publish it, then POST …/verify). null once verified.' },
+    ),
+    verified_at: Type.Union([Timestamp, Type.Null()]),
     created_at: Timestamp,
   },
   { additionalProperties: false },
@@ -23,7 +42,7 @@ export const listDomains = {
 
 export const addDomain = {
   tags,
-  summary: 'Add a custom domain to a project; a host name is unique across the platform',
+  summary: 'Add a custom domain to a project; it is routed once verified, and a verified name is unique across the platform',
   params: ProjectParams,
   body: Type.Object(
     {
@@ -39,6 +58,13 @@ export const addDomain = {
     { additionalProperties: false },
   ),
   response: { 201: Envelope(Domain), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const verifyDomain = {
+  tags,
+  summary: 'Check the DNS proof of a pending custom domain now; answers the domain, verified or still pending',
+  params: DomainParams,
+  response: { 200: Envelope(Domain), ...authErrors, 409: ErrorEnvelope },
 };
 
 export const removeDomain = {

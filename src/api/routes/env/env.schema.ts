@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ENV_KEY_PATTERN, MAX_BULK_VARIABLES, MAX_ENV_KEY_LENGTH, MAX_ENV_VALUE_BYTES } from '../../../env/env.service.js';
+import { ENV_KEY_PATTERN, MAX_BULK_VARIABLES, MAX_ENV_KEY_LENGTH, MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from '../../../env/env.service.js';
 import { authErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../schemas.js';
 
 const KEY_RULE = `a letter or underscore, then letters, digits and underscores, at most ${MAX_ENV_KEY_LENGTH} characters`;
@@ -15,7 +15,7 @@ const EnvKey = Type.String({
 /** Characters here; the service also holds the value to 32 KiB of UTF-8 bytes. */
 const EnvValue = Type.String({
   maxLength: MAX_ENV_VALUE_BYTES,
-  description: `At most ${MAX_ENV_VALUE_BYTES} bytes (32 KiB) of UTF-8.`,
+  description: `At most ${MAX_ENV_VALUE_BYTES} bytes (32 KiB) of UTF-8, without a NUL byte or an unpaired surrogate (a container's environment cannot carry them); all of a project's variables together at most ${MAX_ENV_TOTAL_BYTES} bytes as the engine receives them.`,
 });
 
 export const EnvVar = Type.Object(

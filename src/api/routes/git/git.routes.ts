@@ -19,4 +19,8 @@ export const gitRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   app.delete(path, { schema: s.deleteGit, config: { action: 'workspace.operate' } }, async (req) =>
     ok(await git.disconnect(accessOf(req), req.params.project_slug)),
   );
+
+  app.post(`${path}/webhook-secret`, { schema: s.rotateWebhookSecret, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await git.rotateWebhookSecret(accessOf(req), req.params.project_slug)),
+  );
 };

@@ -2,6 +2,13 @@ import { Type } from 'typebox';
 import { authErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../schemas.js';
 import { GitConnection } from '../projects/projects.schema.js';
 
+/** Shown once, when the connection is made or the secret rotated. */
+const WebhookSecret = Type.String({
+  description: 'The secret of this connection\'s repository webhook (64 hex digits): give it to the GitHub webhook at `webhook_url`. Shown only in this response.',
+});
+
+const NewGitConnection = Type.Intersect([GitConnection, Type.Object({ webhook_secret: WebhookSecret })]);
+
 /** `owner/repository` as GitHub spells them; `.` and `..` are not names. */
 const RepoFullName = Type.String({
   pattern: '^(?!\\.{1,2}/)[A-Za-z0-9_.-]{1,100}/(?!\\.{1,2}$)[A-Za-z0-9_.-]{1,100}$',
@@ -50,7 +57,7 @@ export const connectGit = {
   summary: 'Connect a Git repository to the project',
   params: ProjectParams,
   body: ConnectBody,
-  response: { 201: Envelope(GitConnection), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(NewGitConnection), ...authErrors, 409: ErrorEnvelope },
 };
 
 export const updateGit = {
@@ -66,4 +73,15 @@ export const deleteGit = {
   summary: 'Remove the Git connection',
   params: ProjectParams,
   response: { 200: Envelope(GitConnection), ...authErrors },
+};
+
+export const rotateWebhookSecret = {
+  tags,
+  summary: 'Make a new webhook secret for the Git connection (the old one stops verifying at once)',
+  description: 'Answers the new secret once, with the webhook URL. Also makes the first secret of a connection created before per-connection secrets.',
+  params: ProjectParams,
+  response: {
+    200: Envelope(Type.Object({ webhook_url: Type.String(), webhook_secret: WebhookSecret }, { additionalProperties: false })),
+    ...authErrors,
+  },
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services.js';
-import { accessOf } from '../../plugins/auth.js';
+import { accessOf, presentedKey } from '../../plugins/auth.js';
 import { ok } from '../../schemas.js';
 import * as s from './invitations.schema.js';
 
@@ -20,7 +20,9 @@ export const invitationRoutes: FastifyPluginAsyncTypebox<{ services: Services }>
     ok(await invitations.revoke(accessOf(req), req.params.id)),
   );
 
+  // Public (rate-limited per client address): a new user has no key yet. The service reads the
+  // X-API-Key itself when the invited address already has an account.
   app.post('/api/invitations/accept', { schema: s.acceptInvitation, config: { public: true } }, async (req, reply) =>
-    reply.code(201).send(ok(await invitations.accept(req.body))),
+    reply.code(201).send(ok(await invitations.accept(req.body, presentedKey(req)))),
   );
 };

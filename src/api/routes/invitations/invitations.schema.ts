@@ -13,7 +13,15 @@ const invitationFields = {
 
 export const Invitation = Type.Object(invitationFields, { additionalProperties: false });
 export const CreatedInvitation = Type.Object(
-  { ...invitationFields, token: Type.String({ description: 'Single-use; returned only here.' }) },
+  {
+    ...invitationFields,
+    token: Type.Optional(
+      Type.String({
+        description:
+          'Single-use. Present only when the installation has no SMTP server and --invitation-token-in-response is yes; with SMTP the token is e-mailed to the invited address and never returned.',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -21,10 +29,10 @@ const tags = ['Invitations'];
 
 export const createInvitation = {
   tags,
-  summary: 'Invite someone by e-mail (owner/admin); the token is returned only here',
+  summary: 'Invite someone by e-mail (owner/admin); the token is e-mailed (SMTP) or, without SMTP, returned only here',
   params: SlugParams,
   body: Type.Object({ email: Email, role: RoleSchema }, { additionalProperties: false }),
-  response: { 201: Envelope(CreatedInvitation), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(CreatedInvitation), ...authErrors, 409: ErrorEnvelope, 502: ErrorEnvelope },
 };
 
 export const listInvitations = {
@@ -43,8 +51,9 @@ export const deleteInvitation = {
 
 export const acceptInvitation = {
   tags,
-  summary: 'Redeem an invitation token (no API key): joins the workspace and returns a first API key',
-  security: [],
+  summary:
+    'Redeem an invitation token: a new user needs no API key and gets a first one; an existing user sends their own key in X-API-Key and gets none',
+  security: [{}, { apiKey: [] }],
   body: Type.Object(
     { token: Type.String({ minLength: 1, maxLength: 128 }), name: Type.Optional(Name) },
     { additionalProperties: false },
@@ -56,14 +65,15 @@ export const acceptInvitation = {
           user_id: Type.String(),
           workspace: Workspace,
           role: RoleSchema,
-          key: Type.String(),
-          key_prefix: Type.String(),
-          expires_at: Timestamp,
+          key: Type.Optional(Type.String({ description: 'Only for a user created by this acceptance: the first API key, shown once.' })),
+          key_prefix: Type.Optional(Type.String()),
+          expires_at: Type.Optional(Timestamp),
         },
         { additionalProperties: false },
       ),
     ),
     400: ErrorEnvelope,
+    401: ErrorEnvelope,
     404: ErrorEnvelope,
     409: ErrorEnvelope,
     429: ErrorEnvelope,

@@ -25,6 +25,9 @@ export const GitConnection = Type.Object(
     root_dir: Type.String(),
     created_at: Timestamp,
     updated_at: Timestamp,
+    webhook_url: Type.Union([Type.String(), Type.Null()], {
+      description: 'Where this connection\'s GitHub repository webhook delivers (`…/api/webhooks/github/<webhook id>`, under `--public-url` when set). Its secret is shown only when made.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -39,7 +42,7 @@ export const Project = Type.Object(
     replicas: Type.Integer(),
     cpu: Type.String(),
     ram: Type.String(),
-    default_domain: Type.String({ description: '`<project>-<workspace>.<apps domain>`' }),
+    default_domain: Type.String({ description: '`<host label>.<apps domain>`: the label is `<project>-<workspace>`, stored when the project is made and unique on the platform' }),
     url: Type.String({ description: 'Where the router serves the project.' }),
     git: Type.Union([GitConnection, Type.Null()]),
     created_at: Timestamp,

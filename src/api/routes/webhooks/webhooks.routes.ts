@@ -1,33 +1,71 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, invalid, unauthorized } from '../../../domain/errors.js';
-import { decodePayload, EVENT_NAME, parsePush, PayloadError, verifySignature, type SignatureCheck } from '../../../webhooks/github.js';
+import type { DeploymentView } from '../../../projects/views.js';
+import { decodePayload, EVENT_NAME, parsePush, payloadDigest, PayloadError, verifySignature, type BranchPush, type SignatureCheck } from '../../../webhooks/github.js';
 import type { Services } from '../../services.js';
 import { ok } from '../../schemas.js';
 import * as s from './webhooks.schema.js';
 
 export interface WebhookOptions {
   services: Services;
-  /** `--github-webhook-secret`; empty: every delivery is refused with 503 */
+  /** `--github-webhook-secret`: the GitHub App's webhook secret; empty: App deliveries are refused with 503 */
   githubSecret: string;
 }
 
-export const NOT_CONFIGURED = 'GitHub webhooks are not configured on this Slipway (set --github-webhook-secret).';
+export const NOT_CONFIGURED = 'GitHub App webhooks are not configured on this Slipway (set --github-webhook-secret); a repository webhook delivers to its Git connection\'s own webhook_url.';
 
-const SIGNATURE_PROBLEMS: Record<Exclude<SignatureCheck, { ok: true }>['problem'], string> = {
-  missing: 'The X-Hub-Signature-256 header is missing; give the GitHub webhook the same secret as --github-webhook-secret.',
+type Problem = Exclude<SignatureCheck, { ok: true }>['problem'];
+
+const APP_SIGNATURE_PROBLEMS: Record<Problem, string> = {
+  missing: 'The X-Hub-Signature-256 header is missing; give the GitHub App\'s webhook the same secret as --github-webhook-secret.',
   malformed: 'The X-Hub-Signature-256 header must be "sha256=" followed by 64 hexadecimal digits.',
-  mismatch: 'The X-Hub-Signature-256 signature does not match the body; check that the GitHub webhook secret equals --github-webhook-secret.',
+  mismatch: 'The X-Hub-Signature-256 signature does not match the body; check that the GitHub App\'s webhook secret equals --github-webhook-secret.',
 };
 
+const CONNECTION_SIGNATURE_PROBLEMS: Record<Problem, string> = {
+  missing: 'The X-Hub-Signature-256 header is missing; give the GitHub webhook the secret of its Git connection (webhook_secret).',
+  malformed: 'The X-Hub-Signature-256 header must be "sha256=" followed by 64 hexadecimal digits.',
+  mismatch: 'The X-Hub-Signature-256 signature does not match the body; give the GitHub webhook the current secret of its Git connection (POST …/git/webhook-secret makes a new one).',
+};
+
+export const UNKNOWN_WEBHOOK = 'No Git connection has this webhook URL; copy webhook_url from the project\'s Git connection again.';
+export const NO_SECRET_YET =
+  'This Git connection has no webhook secret yet; make one with POST /api/workspaces/:slug/projects/:project_slug/git/webhook-secret and give it to the GitHub webhook.';
+export const UNREADABLE_SECRET =
+  'This Git connection\'s webhook secret cannot be decrypted with this installation\'s secret key file (was it replaced?); make a new one with POST …/git/webhook-secret.';
+
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,64}$/;
+const WEBHOOK_ID = /^[0-9a-f]{32}$/;
+
+/** A verified push to a branch, and its delivery id. */
+interface Verified {
+  kind: 'push';
+  push: BranchPush;
+  delivery: string;
+  digest: string;
+}
+
+/** A delivery answered without deploying anything: ping, other events, tags, deleted branches. */
+type Answer = { kind: 'answer'; status: 200; data: { event: 'ping' } } | { kind: 'answer'; status: 202; data: { event: string; ignored: true; reason: string } };
 
 /**
- * `POST /api/webhooks/github` (DESIGN §4, auto-deploy). Public: no API key, limited per client
- * address by the auth hook. The body is kept raw until its signature is verified; then it is
- * parsed here. Neither the body nor the signature is ever logged.
+ * GitHub deliveries (DESIGN §4, auto-deploy). Public: no API key, limited per client address by
+ * the auth hook. The body is kept raw until its signature is verified; then it is parsed here.
+ * Neither the body nor the signature nor any secret is ever logged.
+ *
+ * - `POST /api/webhooks/github/:webhook_id`: a repository webhook, verified with that Git
+ *   connection's own secret; it can deploy that connection's project only.
+ * - `POST /api/webhooks/github`: the GitHub App's deliveries, verified with
+ *   `--github-webhook-secret`; they deploy only connections that use the delivering
+ *   installation, linked to their own workspace.
+ *
+ * A push is acted on once: its delivery id (and its body) are claimed in the store first, and a
+ * repeat answers 200 without deploying. The deployments it queues build the pushed commit only
+ * if it is still the branch's head when fetched.
  */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (app, { services, githubSecret }) => {
-  // This plugin is encapsulated: the raw-body parsers apply to its route only, and replace the
+  // This plugin is encapsulated: the raw-body parsers apply to its routes only, and replace the
   // server's (any other content type is 415). The server's bodyLimit (1 MiB) still bounds them.
   app.removeAllContentTypeParsers();
   const raw = (_req: unknown, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => {
@@ -36,15 +74,18 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, raw);
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, raw);
 
-  app.post('/api/webhooks/github', { schema: s.githubWebhook, config: { public: true } }, async (req, reply) => {
-    if (githubSecret === '') throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
+  /**
+   * The checks every delivery goes through once its secret is known: a branch push is returned,
+   * or the answer to a delivery that deploys nothing (ping, other events, tags, deletions).
+   */
+  function verify(req: FastifyRequest, secret: string, problems: Record<Problem, string>): Verified | Answer {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const check = verifySignature(githubSecret, body, req.headers['x-hub-signature-256']);
-    if (!check.ok) throw unauthorized(SIGNATURE_PROBLEMS[check.problem]);
+    const check = verifySignature(secret, body, req.headers['x-hub-signature-256']);
+    if (!check.ok) throw unauthorized(problems[check.problem]);
 
     const event = req.headers['x-github-event'];
     if (event === undefined || event === '') throw invalid('The X-GitHub-Event header is missing.');
-    if (!EVENT_NAME.test(event)) throw invalid('The X-GitHub-Event header is not a GitHub event name.');
+    if (typeof event !== 'string' || !EVENT_NAME.test(event)) throw invalid('The X-GitHub-Event header is not a GitHub event name.');
     let payload: unknown;
     try {
       payload = decodePayload(body, req.headers['content-type']);
@@ -53,17 +94,16 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
       throw err;
     }
     const delivery = req.headers['x-github-delivery'];
-    const about = { event, delivery: delivery !== undefined && DELIVERY_ID.test(delivery) ? delivery : undefined };
+    const about = { event, delivery: typeof delivery === 'string' && DELIVERY_ID.test(delivery) ? delivery : undefined };
 
     if (event === 'ping') {
       req.log.info(about, 'GitHub webhook ping');
-      return reply.code(200).send(ok({ event: 'ping' as const }));
+      return { kind: 'answer', status: 200, data: { event: 'ping' } };
     }
     if (event !== 'push') {
       req.log.info(about, 'GitHub webhook event ignored');
-      return reply.code(202).send(ok({ event, ignored: true as const, reason: `Slipway acts on push and ping events only, not on ${event}.` }));
+      return { kind: 'answer', status: 202, data: { event, ignored: true, reason: `Slipway acts on push and ping events only, not on ${event}.` } };
     }
-
     let push: ReturnType<typeof parsePush>;
     try {
       push = parsePush(payload);
@@ -73,16 +113,70 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
     }
     if (push.kind === 'ignored') {
       req.log.info({ ...about, repo_full_name: push.repoFullName }, push.reason);
-      return reply.code(202).send(ok({ event, ignored: true as const, reason: push.reason }));
+      return { kind: 'answer', status: 202, data: { event, ignored: true, reason: push.reason } };
     }
-    const queued = await services.deploys.deployFromPush({
-      repoFullName: push.repoFullName,
-      branch: push.branch,
-      commitSha: push.commitSha,
-      commitMessage: push.commitMessage,
-    });
+    if (about.delivery === undefined) {
+      throw invalid(delivery === undefined || delivery === '' ? 'The X-GitHub-Delivery header is missing; it tells one delivery from a repeat.' : 'The X-GitHub-Delivery header must be 1 to 64 letters, digits and "-".');
+    }
+    return { kind: 'push', push, delivery: about.delivery, digest: payloadDigest(body) };
+  }
+
+  const answer = (reply: FastifyReply, a: Answer) => (a.status === 200 ? reply.code(200).send(ok(a.data)) : reply.code(202).send(ok(a.data)));
+  const ignore = (reply: FastifyReply, reason: string) => reply.code(202).send(ok({ event: 'push', ignored: true as const, reason }));
+
+  /** Claims the delivery for `receiver`, then deploys; a repeat answers 200 and deploys nothing. */
+  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<DeploymentView[]>) {
+    const { push, delivery } = v;
+    const about = { event: 'push', delivery, repo_full_name: push.repoFullName, branch: push.branch };
+    if (!(await services.deploys.claimDelivery(receiver, delivery, v.digest))) {
+      req.log.info(about, 'GitHub push: a repeated delivery, nothing deployed');
+      return reply.code(200).send(ok({ event: 'push' as const, duplicate: true as const, reason: `Delivery ${delivery} was already processed (the same delivery id or the same body); nothing was deployed.` }));
+    }
+    let queued: DeploymentView[];
+    try {
+      queued = await deploy();
+    } catch (err) {
+      // Released so that GitHub's redelivery can try again; a deployment this attempt did queue
+      // is superseded by the retry's while it still waits.
+      await services.deploys.releaseDelivery(receiver, delivery).catch(() => undefined);
+      throw err;
+    }
     const deployments = queued.map((d) => d.id);
-    req.log.info({ ...about, repo_full_name: push.repoFullName, branch: push.branch, deployments }, `GitHub push: ${deployments.length} deployment(s) queued`);
+    req.log.info({ ...about, deployments }, `GitHub push: ${deployments.length.toString()} deployment(s) queued`);
     return reply.code(202).send(ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, deployments }));
+  }
+
+  app.post('/api/webhooks/github', { schema: s.githubAppWebhook, config: { public: true } }, async (req, reply) => {
+    if (githubSecret === '') throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
+    const v = verify(req, githubSecret, APP_SIGNATURE_PROBLEMS);
+    if (v.kind === 'answer') return answer(reply, v);
+    const installationId = v.push.installationId;
+    if (installationId === undefined) {
+      return ignore(reply, 'The delivery names no GitHub App installation; a repository webhook delivers to its Git connection\'s own webhook_url, signed with its own secret.');
+    }
+    return once(req, reply, 'app', v, () => services.deploys.deployFromAppPush({ ...pushOf(v.push), installationId }));
+  });
+
+  app.post('/api/webhooks/github/:webhook_id', { schema: s.connectionWebhook, config: { public: true } }, async (req, reply) => {
+    const id = req.params.webhook_id;
+    const receiver = WEBHOOK_ID.test(id) ? await services.git.webhookReceiver(id) : null;
+    if (receiver === null) throw new AppError('NOT_FOUND', UNKNOWN_WEBHOOK);
+    if (receiver.secret === null) throw unauthorized(receiver.unreadable ? UNREADABLE_SECRET : NO_SECRET_YET);
+    const v = verify(req, receiver.secret, CONNECTION_SIGNATURE_PROBLEMS);
+    if (v.kind === 'answer') return answer(reply, v);
+    const { push } = v;
+    if (push.repoFullName.toLowerCase() !== receiver.repoFullName.toLowerCase()) {
+      return ignore(reply, `This webhook's Git connection is for ${receiver.repoFullName}, not ${push.repoFullName}; nothing was deployed.`);
+    }
+    if (push.branch !== receiver.branch) {
+      return ignore(reply, `This webhook's Git connection deploys the branch ${receiver.branch}, not ${push.branch}; nothing was deployed.`);
+    }
+    if (!receiver.autoDeploy) return ignore(reply, 'auto_deploy is off on this webhook\'s Git connection; nothing was deployed.');
+    return once(req, reply, receiver.webhookId, v, async () => {
+      const d = await services.deploys.deployConnectionPush(receiver.projectId, pushOf(push));
+      return d === null ? [] : [d];
+    });
   });
 };
+
+const pushOf = (p: BranchPush) => ({ repoFullName: p.repoFullName, branch: p.branch, commitSha: p.commitSha, commitMessage: p.commitMessage });

@@ -1,0 +1,82 @@
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+
+/**
+ * Fastify's per-request lines, minus those of requests the rate limiter refused: a client
+ * hammering the API would otherwise write three lines per refusal (95,000 refusals grew a log to
+ * 57 MB). Refusals are counted by RefusalLog instead. The `incoming request` line is written by
+ * the auth hook once it knows the request is not refused (before that it cannot be told).
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(): void {
+    // written by the auth hook (plugins/auth.ts), after the rate limit has been applied
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (request.rateLimited) return;
+    super.requestCompleted(error, request, reply, metadata);
+  }
+
+  override defaultErrorLog(error: Error, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (request.rateLimited) return;
+    super.defaultErrorLog(error, request, reply, metadata);
+  }
+
+  override routeNotFound(): void {
+    // our not-found handler answers; the request line (with its URL redacted) is logged anyway
+  }
+}
+
+/** Beyond this many distinct clients in one interval, the rest are counted together. */
+const MAX_TRACKED = 10_000;
+
+/**
+ * Rate-limit refusals in aggregate: at most one line per key or client address per interval,
+ * saying how many requests were refused, plus one line for the clients beyond MAX_TRACKED.
+ */
+export class RefusalLog {
+  private counts = new Map<string, { kind: 'key' | 'address'; id: string; refused: number }>();
+  private others = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly log: Pick<FastifyBaseLogger, 'warn'>,
+    private readonly intervalMs: number,
+  ) {
+    this.timer = setInterval(() => {
+      this.flush();
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** One refused request of a key (its id, never the key) or of a client address. */
+  note(kind: 'key' | 'address', id: string): void {
+    const name = `${kind}:${id}`;
+    const entry = this.counts.get(name);
+    if (entry !== undefined) entry.refused += 1;
+    else if (this.counts.size < MAX_TRACKED) this.counts.set(name, { kind, id, refused: 1 });
+    else this.others += 1;
+  }
+
+  flush(): void {
+    const seconds = this.intervalMs / 1000;
+    for (const { kind, id, refused } of this.counts.values()) {
+      this.log.warn(
+        { rateLimit: kind, [kind === 'key' ? 'keyId' : 'address']: id, refused, intervalSec: seconds },
+        `rate limit: refused ${refused} request${refused === 1 ? '' : 's'} of ${kind === 'key' ? 'API key' : 'client address'} ${id} in the last ${seconds} s`,
+      );
+    }
+    if (this.others > 0) {
+      this.log.warn(
+        { rateLimit: 'others', refused: this.others, intervalSec: seconds },
+        `rate limit: refused ${this.others} requests of other clients in the last ${seconds} s`,
+      );
+    }
+    this.counts = new Map();
+    this.others = 0;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.flush();
+  }
+}

@@ -1,0 +1,40 @@
+import type { Config } from '../config.js';
+import { GitHubAppError } from '../build/github-app.js';
+import { iso, systemClock } from '../domain/clock.js';
+import { createDeps } from '../server.js';
+import { createStore } from '../store/db.js';
+import { CliError } from './admin.js';
+
+/**
+ * `slipway admin link-installation`: the operator links a GitHub App installation to a workspace
+ * without the setup-URL flow, vouching that the workspace may use it. GitHub is asked (with the
+ * App's JWT) that the installation is one of this App's, for its account name.
+ */
+export async function linkInstallation(config: Config, input: { workspace: string; installationId: string }): Promise<{ workspace: string; installationId: number; accountLogin: string }> {
+  if (!/^[1-9][0-9]{0,15}$/.test(input.installationId) || !Number.isSafeInteger(Number(input.installationId))) {
+    throw new CliError(`--installation-id must be a GitHub App installation id, a positive whole number (got "${input.installationId}").`);
+  }
+  const installationId = Number(input.installationId);
+  const store = await createStore(config.databaseUrl);
+  try {
+    const deps = await createDeps(config, store);
+    if (deps.github === undefined) throw new CliError('No GitHub App is configured: set --github-app-id and --github-app-private-key-file.');
+    const ws = await store.db.selectFrom('workspaces').select(['id', 'slug']).where('slug', '=', input.workspace).executeTakeFirst();
+    if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
+    let accountLogin: string;
+    try {
+      ({ accountLogin } = await deps.github.app.installation(installationId));
+    } catch (err) {
+      if (err instanceof GitHubAppError) throw new CliError(err.message);
+      throw err;
+    }
+    await store.db
+      .insertInto('github_installations')
+      .values({ workspace_id: ws.id, installation_id: installationId, account_login: accountLogin, linked_by: null, created_at: iso(systemClock.now()) })
+      .onConflict((oc) => oc.columns(['workspace_id', 'installation_id']).doUpdateSet({ account_login: accountLogin }))
+      .execute();
+    return { workspace: ws.slug, installationId, accountLogin };
+  } finally {
+    await store.close();
+  }
+}
