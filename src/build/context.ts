@@ -286,7 +286,7 @@ async function webProcess(files: ContextFiles): Promise<string | undefined> {
 }
 
 /**
- * A repository's .dockerignore filters what the engine receives (dockerode applies it); the
+ * A repository's .dockerignore filters what the engine receives (packBuildContext applies it); the
  * Docker CLI always sends the Dockerfile anyway, so re-include it the same way.
  */
 async function keepInContext(contextDir: string, dockerfile: string): Promise<void> {

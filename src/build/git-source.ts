@@ -2,6 +2,7 @@
 // host (`--git-base-url`), through Debian's git CLI with argument arrays (STYLE habit 9).
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -75,13 +76,55 @@ const DEFAULT_TIMEOUT_MS = 10 * 60_000;
 const SEGMENT = /^[A-Za-z0-9_.-]+$/;
 const FULL_SHA = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
 
-// What `git rev-parse --local-env-vars` lists: set in Slipway's own environment (say, when it
-// runs inside a Git hook), they would point the clone at another repository.
-const LOCAL_GIT_ENV = [
-  'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_CONFIG', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT', 'GIT_OBJECT_DIRECTORY',
-  'GIT_DIR', 'GIT_WORK_TREE', 'GIT_IMPLICIT_WORK_TREE', 'GIT_GRAFT_FILE', 'GIT_INDEX_FILE', 'GIT_NO_REPLACE_OBJECTS',
-  'GIT_REPLACE_REF_BASE', 'GIT_PREFIX', 'GIT_INTERNAL_SUPER_PREFIX', 'GIT_SHALLOW_FILE', 'GIT_COMMON_DIR',
+/**
+ * What git inherits from Slipway's environment: the program search path, the way out through
+ * a proxy, and the certificate authorities to trust. Nothing else: Slipway's own variables
+ * (SLIPWAY_* secrets: the webhook secret, the database URL) never reach git or the hooks,
+ * helpers and proxies it runs, and neither do the variables that would aim it at another
+ * repository or configuration (GIT_DIR, GIT_CONFIG_*, ...).
+ */
+const INHERITED_ENV = [
+  'PATH',
+  'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'all_proxy',
+  'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO', 'GIT_SSL_CAPATH',
 ];
+
+export interface GitEnvironmentOptions {
+  /** an empty directory of Slipway's: git reads no user's ~/.gitconfig or credentials from it */
+  home: string;
+  /** the one protocol git may use (`https`, `http`, `file`): no redirect to plain http */
+  protocol: string;
+  /** configuration given through the environment (the token's extra header) */
+  config?: readonly (readonly [key: string, value: string])[];
+}
+
+/**
+ * The whole environment of a git process: INHERITED_ENV from `parent`, a scratch HOME, no
+ * system configuration, C messages (matched by explain()), prompts and askpass helpers off (a
+ * missing credential fails at once instead of hanging), and `config` as GIT_CONFIG_* pairs.
+ */
+export function gitEnvironment(parent: NodeJS.ProcessEnv, opts: GitEnvironmentOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const k of INHERITED_ENV) {
+    const v = parent[k];
+    if (v !== undefined) env[k] = v;
+  }
+  env['HOME'] = opts.home;
+  env['LANG'] = 'C';
+  env['LC_ALL'] = 'C';
+  env['GIT_CONFIG_NOSYSTEM'] = '1';
+  env['GIT_TERMINAL_PROMPT'] = '0';
+  // empty, not unset: git then skips core.askPass and SSH_ASKPASS too
+  env['GIT_ASKPASS'] = '';
+  env['GIT_ALLOW_PROTOCOL'] = opts.protocol;
+  const config = opts.config ?? [];
+  env['GIT_CONFIG_COUNT'] = String(config.length);
+  config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
+}
 
 /** Fetches repositories from one Git host. */
 export class GitSource {
@@ -134,13 +177,16 @@ export class GitSource {
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new GitSourceError('invalid', 'The fetch time limit must be a positive number of milliseconds.');
     const deadline = new Deadline(timeoutMs, req.signal);
+    let home: string | undefined;
     try {
       deadline.check(repo);
       const url = await this.remoteUrl(repo);
       const workDir = resolvePath(req.workDir);
       await mkdir(workDir, { recursive: true });
+      // git's HOME: empty, so that no user's git configuration or credentials apply
+      home = await mkdtemp(join(tmpdir(), 'slipway-git-home-'));
       const dir = await mkdtemp(join(workDir, `${repo.replace(/[^A-Za-z0-9_.-]+/g, '-')}-`));
-      const ctx: RunContext = { env: this.environment(url, req.token), deadline, repo, branch, token: req.token };
+      const ctx: RunContext = { env: this.environment(url, req.token, home), deadline, repo, branch, token: req.token };
       try {
         await this.run(ctx, 'clone', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', branch, '--', url, dir]);
         if (req.commitSha !== undefined) {
@@ -166,38 +212,18 @@ export class GitSource {
       }
     } finally {
       deadline.dispose();
+      if (home !== undefined) await rm(home, { recursive: true, force: true });
     }
   }
 
-  /**
-   * git's environment: Slipway's own, without the variables that would aim git at another
-   * repository, with prompts off (a missing credential fails at once instead of hanging), C
-   * messages (matched below), only the base URL's protocol allowed (no redirect to plain http),
-   * and the token as an extra HTTP header for this host only, passed as configuration in
-   * environment variables.
-   */
-  private environment(url: string, token: string | undefined): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = {};
-    for (const [k, v] of Object.entries(process.env)) {
-      if (LOCAL_GIT_ENV.includes(k) || /^GIT_CONFIG_(KEY|VALUE)_\d+$/.test(k) || k === 'SSH_ASKPASS') continue;
-      env[k] = v;
-    }
-    env['GIT_TERMINAL_PROMPT'] = '0';
-    // empty, not unset: git then skips core.askPass and SSH_ASKPASS too
-    env['GIT_ASKPASS'] = '';
-    env['LC_ALL'] = 'C';
-    env['GIT_ALLOW_PROTOCOL'] = this.base.protocol.replace(':', '');
+  /** git's environment (gitEnvironment), with the token as an extra HTTP header for this host only. */
+  private environment(url: string, token: string | undefined, home: string): NodeJS.ProcessEnv {
     const config: [string, string][] = [];
     if (token !== undefined && token !== '' && this.base.protocol !== 'file:') {
       const basic = Buffer.from(`x-access-token:${token}`, 'utf8').toString('base64');
       config.push([`http.${new URL(url).origin}/.extraHeader`, `Authorization: Basic ${basic}`]);
     }
-    env['GIT_CONFIG_COUNT'] = String(config.length);
-    config.forEach(([key, value], i) => {
-      env[`GIT_CONFIG_KEY_${i}`] = key;
-      env[`GIT_CONFIG_VALUE_${i}`] = value;
-    });
-    return env;
+    return gitEnvironment(process.env, { home, protocol: this.base.protocol.replace(':', ''), config });
   }
 
   private async run(ctx: RunContext, step: Step, args: string[], sha?: string): Promise<string> {

@@ -61,7 +61,7 @@ export interface AppPush extends Push {
 
 /**
  * The deployment actions of the API. Each answers at once with the record it queued or touched;
- * the work itself happens in the workers (DESIGN §4, "Long work never blocks a request").
+ * the work itself happens in the workers (docs/decisions.md#long-work).
  */
 export class DeployService {
   constructor(

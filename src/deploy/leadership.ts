@@ -1,5 +1,6 @@
 import { iso, type Clock } from '../domain/clock.js';
 import type { Store } from '../store/db.js';
+import { sleep } from './sleep.js';
 
 export interface LeadershipLog {
   info(obj: object, msg: string): void;
@@ -220,20 +221,4 @@ class Election implements Campaign {
       this.o.log.warn({ ...this.ctx, err }, 'Could not release the lease; it will expire');
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done);
-  });
 }

@@ -16,6 +16,7 @@ import type { BuildLog } from './build-log.js';
 import { idleEngine, type Engine, type Pod } from './deploy.service.js';
 import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue } from './queue.js';
+import { sleep } from './sleep.js';
 
 export interface OrchestratorOptions {
   deps: Deps;
@@ -29,7 +30,7 @@ export interface OrchestratorOptions {
   baseImages: BaseImages;
   /** where checkouts are made (and removed after the build) */
   workDir: string;
-  /** builds at once (DESIGN: default 2) */
+  /** builds at once (default 2, docs/decisions.md#long-work) */
   concurrency: number;
   /** how long new containers get to answer on their port */
   healthTimeoutMs: number;
@@ -46,7 +47,7 @@ export interface OrchestratorOptions {
   /** on shutdown, leave the router serving the current routes (the next start adopts it) instead of stopping it */
   keepRouterOnExit?: boolean;
   /**
-   * How the router and the health check reach a container (DESIGN §2 "Upstream addressing"):
+   * How the router and the health check reach a container (docs/decisions.md#upstream-addressing):
    * `published` (default) on its port published on 127.0.0.1; `network` on its address on the
    * workspace network, without publishing anything.
    */
@@ -69,6 +70,8 @@ const PROJECT_LABEL = 'slipway.image.project';
 const CRASH_LOOP_RESTARTS = 3;
 /** How often a starting container is asked whether it answers yet. */
 const HEALTH_POLL_MS = 20;
+/** How often a reconciler failure that recurs at every pass (an orphan the engine cannot remove) is logged. */
+const COMPLAIN_EVERY_MS = 10 * 60_000;
 
 /** A failure whose sentence is meant for the user (the deployment's `error`). */
 class DeployFailure extends Error {}
@@ -92,7 +95,7 @@ function answers({ host, port }: Upstream): Promise<boolean> {
   });
 }
 
-/** Where the router and the health check reach a container (DESIGN §2), or null while it cannot be reached. */
+/** How the router and the health check reach a container, or null while they cannot (docs/decisions.md#upstream-addressing). */
 function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
   if (mode === 'network') return c.networkAddress === null || c.port === null ? null : { host: c.networkAddress, port: c.port };
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
@@ -175,15 +178,6 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): 
   return groups;
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
-
 /**
  * The deploy engine: workers take queued deployments and drive them through build, start,
  * health check, route switch and retirement of the previous deployment; a reconciler keeps the
@@ -217,6 +211,8 @@ export class Orchestrator implements Engine {
 
   private readonly labels: Record<string, string>;
   private lastSweep = 0;
+  /** when each repeated reconciler failure was last logged (complain()), by what failed */
+  private readonly complained = new Map<string, number>();
   /** workspace networks Slipway's own container was attached to */
   private readonly joined = new Set<string>();
 
@@ -608,7 +604,7 @@ export class Orchestrator implements Engine {
     await this.route(projectId, serving === undefined ? null : await this.upstreamsOf(projectId, serving));
   }
 
-  /** The running containers of a deployment, as the router reaches them (DESIGN §2). */
+  /** The running containers of a deployment, as the router reaches them (docs/decisions.md#upstream-addressing). */
   private async upstreamsOf(projectId: string, deploymentId: string): Promise<Upstream[]> {
     return this.upstreamsFrom(await this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels }));
   }
@@ -726,42 +722,93 @@ export class Orchestrator implements Engine {
    * Bring the engine and the router in line with the store: reap dead leases, remove containers
    * no serving or in-progress deployment owns (orphans), and route every serving deployment to
    * its running containers (host ports change when the engine restarts a container).
+   *
+   * Each step, each orphan and each project stands on its own: one that fails (a container the
+   * engine cannot remove, a project whose image is gone) is logged and the rest of the pass runs.
    */
   async reconcile(): Promise<void> {
-    const { deps, queue, runtime } = this.o;
+    const { deps, queue } = this.o;
     const db = deps.store.db;
-    for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(deps.clock.now()));
-    const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', ['running', 'building', 'deploying']).execute();
-    const keep = new Set(wanted.map((w) => w.id));
-    const seen = await this.containersByDeployment();
-    for (const [deployment, containers] of seen) {
-      if (keep.has(deployment)) continue;
-      for (const c of containers) {
-        this.o.log.info({ container: c.name }, 'removing an orphaned container');
-        await runtime.stop(c.id, { graceSeconds: 5 });
-        await runtime.remove(c.id);
+    this.forgetOldComplaints();
+    await this.step('reaping dead leases', async () => {
+      for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(deps.clock.now()));
+    });
+    const state = await this.step('reading the deployments and the containers', async () => {
+      const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', ['running', 'building', 'deploying']).execute();
+      return { wanted, seen: await this.containersByDeployment() };
+    });
+    if (state !== undefined) {
+      await this.removeOrphans(new Set(state.wanted.map((w) => w.id)), state.seen);
+      const serving = [...new Set(state.wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
+      for (const projectId of serving) {
+        await this.withProjectLock(projectId, async () => {
+          // Read again under the lock: a rollout in progress heals nothing.
+          const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
+          if (active !== undefined) return;
+          await this.heal(projectId, state.seen);
+        }).catch((err: unknown) => {
+          // One project that cannot be healed (its image is gone) must not stop the others.
+          this.complain(`heal:${projectId}`, { err, project: projectId }, 'cannot restore the containers of a serving deployment');
+        });
       }
     }
-    const serving = [...new Set(wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
-    for (const projectId of serving) {
-      await this.withProjectLock(projectId, async () => {
-        // Read again under the lock: a rollout in progress heals nothing.
-        const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
-        if (active !== undefined) return;
-        // One project that cannot be healed (its image is gone) must not stop the others.
-        await this.heal(projectId, seen).catch((err: unknown) => {
-          this.o.log.error({ err, project: projectId }, 'cannot restore the containers of a serving deployment');
-        });
-      });
-    }
-    await this.restartRequested();
-    await this.syncRoutes();
+    await this.step('running the restarts a standby recorded', () => this.restartRequested());
+    // A failed route sync is logged by the routing queue ('router update failed').
+    await this.syncRoutes().catch(() => undefined);
     const retention = this.o.imageRetention ?? { keep: 5, everyMs: 60_000 };
     if (Date.now() - this.lastSweep >= retention.everyMs) {
       this.lastSweep = Date.now();
-      await this.sweepImages(retention.keep);
-      await this.sweepNetworks();
+      await this.step('removing unneeded images', () => this.sweepImages(retention.keep));
+      await this.step('removing the networks of deleted workspaces', () => this.sweepNetworks());
     }
+  }
+
+  /**
+   * Stops and removes the containers no serving or in-progress deployment owns, each on its own:
+   * one the engine refuses to remove is logged (once per COMPLAIN_EVERY_MS) and tried again at
+   * the next pass, and the others go.
+   */
+  private async removeOrphans(keep: ReadonlySet<string>, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+    const { runtime } = this.o;
+    for (const [deployment, containers] of seen) {
+      if (keep.has(deployment)) continue;
+      for (const c of containers) {
+        try {
+          // The removal is forced: it kills a container that would not stop.
+          await runtime.stop(c.id, { graceSeconds: 5 }).catch(() => undefined);
+          await runtime.remove(c.id);
+          this.complained.delete(`orphan:${c.id}`);
+          this.o.log.info({ container: c.name }, 'removed an orphaned container');
+        } catch (err) {
+          this.complain(`orphan:${c.id}`, { err, container: c.name }, 'an orphaned container could not be removed; the reconciler tries again at each pass');
+        }
+      }
+    }
+  }
+
+  /** One step of a reconcile pass: its failure is logged (once per COMPLAIN_EVERY_MS) and the pass goes on. */
+  private async step<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.complain(`step:${what}`, { err }, `reconcile: ${what} failed; the next pass tries again`);
+      return undefined;
+    }
+  }
+
+  /** Logs a reconciler failure, unless the same one (`key`) was logged less than COMPLAIN_EVERY_MS ago. */
+  private complain(key: string, obj: object, msg: string): void {
+    const now = this.o.deps.clock.now().getTime();
+    const last = this.complained.get(key);
+    if (last !== undefined && now - last < COMPLAIN_EVERY_MS) return;
+    this.complained.set(key, now);
+    this.o.log.error(obj, msg);
+  }
+
+  /** Failures logged long enough ago are logged again when they recur (and the map stays small). */
+  private forgetOldComplaints(): void {
+    const now = this.o.deps.clock.now().getTime();
+    for (const [key, at] of this.complained) if (now - at >= COMPLAIN_EVERY_MS) this.complained.delete(key);
   }
 
   /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */

@@ -3,21 +3,25 @@ import { ACTIVE, projectStatusOf } from '../domain/deployment.js';
 import type { DB, DeploymentRow, DeploymentStatus, ProjectStatus } from '../store/schema.js';
 
 /**
- * Recompute a project's status from its deployments (DESIGN §4) and store it. Called after every
- * deployment transition, so the project record never disagrees with its deployments.
+ * Recompute a project's status from its deployments (docs/decisions.md#project-status) and
+ * store it. Called after every deployment transition, so the project record never disagrees
+ * with its deployments.
  */
 export async function refreshProjectStatus(db: Kysely<DB>, projectId: string, now: string): Promise<ProjectStatus> {
-  const rows = await db
+  // Each fact by its own query, so that no number of newer deployments (a run of failed
+  // deploys) hides the one that is serving or in progress.
+  const newestActive = await db
     .selectFrom('deployments')
-    .select(['status'])
+    .select('status')
     .where('project_id', '=', projectId)
+    .where('status', 'in', ACTIVE)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(50)
-    .execute();
-  const statuses = rows.map((r) => r.status);
-  const active = statuses.find((st) => ACTIVE.includes(st)) ?? null;
-  const serving = statuses.includes('running');
+    .limit(1)
+    .executeTakeFirst();
+  const active = newestActive?.status ?? null;
+  const running = await db.selectFrom('deployments').select('id').where('project_id', '=', projectId).where('status', '=', 'running').limit(1).executeTakeFirst();
+  const serving = running !== undefined;
   // The deployment that ended last decides (a stop after a failed deploy means `stopped`).
   const ended = await db
     .selectFrom('deployments')

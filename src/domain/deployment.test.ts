@@ -6,7 +6,7 @@ const ALL: DeploymentStatus[] = ['queued', 'building', 'deploying', 'running', '
 const EVENTS: DeploymentEvent['kind'][] = ['claim', 'built', 'healthy', 'fail', 'supersede', 'stop'];
 
 describe('deployment state machine', () => {
-  it('allows exactly the transitions of DESIGN §4', () => {
+  it('allows exactly the transitions of docs/decisions.md#deployments', () => {
     const allowed: string[] = [];
     for (const from of ALL) {
       for (const kind of EVENTS) {

@@ -1,7 +1,7 @@
 import type { DeploymentStatus, ProjectStatus } from '../store/schema.js';
 
 /**
- * The deployment state machine (DESIGN §4):
+ * The deployment state machine (docs/decisions.md#deployments):
  *   queued → building → deploying → running → superseded | stopped
  *   queued | building | deploying → failed
  *   queued → superseded (a newer deploy of the same project was queued first)

@@ -9,7 +9,7 @@ export const atLeast = (role: Role, required: Role): boolean => RANK[role] >= RA
 export const isRole = (value: string): value is Role => (ROLES as readonly string[]).includes(value);
 
 /**
- * The permission table of DESIGN §3. Every workspace route names one action; the auth plugin
+ * The permission table (docs/decisions.md#roles). Every workspace route names one action; the auth plugin
  * checks the caller's role against it in one place. Finer rules that depend on the data (an
  * admin may not grant `owner`, a member sees only their own keys) live in the services.
  */

@@ -38,7 +38,7 @@ export interface EngineInfo {
 }
 
 export interface NetworkSpec {
-  /** `ws-<slug>` (DESIGN §4) */
+  /** `ws-<slug>` (docs/decisions.md#workspaces) */
   name: string;
   /** the owning workspace's id */
   workspace: string;

@@ -11,7 +11,7 @@ export { checkCertificate } from './tls-certificates.js';
 export { NginxDriver, NginxMissingError, findNginx, type NginxDriverOptions } from './nginx.driver.js';
 export { NodeProxyDriver, type NodeProxyOptions } from './node-proxy.driver.js';
 
-/** `auto`: nginx where the binary exists, the Node proxy otherwise (DESIGN §2). */
+/** `auto`: nginx where the binary exists, the Node proxy otherwise (docs/decisions.md#router). */
 export type RouterDriverChoice = 'auto' | 'nginx' | 'node';
 
 type Shared = 'listen' | 'log' | 'scheme' | 'tls' | 'challenges';

@@ -1,12 +1,13 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { systemRandom, type Random } from '../domain/clock.js';
 import type { AcmeChallenges } from './acme-challenges.js';
 import { AcmeResponder } from './acme-responder.js';
+import { NginxLogs, type LogMark } from './nginx.logs.js';
 import { assertSafeDir, nginxPaths, renderNginxConfig, type CertificateFiles, type NginxConfigSettings, type StagedUpstreams } from './nginx.config.js';
 import { RouteTable, sameUpstreams, type ProjectRoutes, type Upstream } from './route-table.js';
 import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
@@ -42,6 +43,8 @@ export interface NginxDriverOptions {
   /** how long stop() lets nginx finish gracefully before killing it; default 5 s */
   stopTimeoutMs?: number;
   accessLog?: boolean;
+  /** the error and access logs are renamed to `<name>.1` (one old file kept) past this size; default 16 MiB */
+  logRotateBytes?: number;
   scheme?: 'http' | 'https';
   /** the HTTPS listener, serving the hosts given to setCertificates(); absent: nothing listens for TLS */
   tls?: TlsOptions;
@@ -139,12 +142,14 @@ export class NginxDriver implements RouterDriver {
   private crashes = 0;
   private restartTimer: NodeJS.Timeout | undefined;
   private watchTimer: NodeJS.Timeout | undefined;
+  private readonly logs: NginxLogs;
 
   constructor(opts: NginxDriverOptions) {
     this.opts = opts;
     this.dir = resolve(opts.dir);
     assertSafeDir(this.dir);
     this.paths = nginxPaths(this.dir);
+    this.logs = new NginxLogs(this.paths.errorLog, [this.paths.accessLog], opts.logRotateBytes);
     this.binary = opts.binary;
     this.log = opts.log ?? silentLog;
     this.random = opts.random ?? systemRandom;
@@ -186,7 +191,7 @@ export class NginxDriver implements RouterDriver {
       if (!this.canStage) {
         this.log.warn({ dir: this.dir }, 'router: nginx workers (user nobody) cannot reach the router directory, a parent being closed to others; switches wait for a full reload (chmod o+x the parents to switch sooner)');
       }
-      const running = this.findRunning();
+      const running = await this.findRunning();
       if (running !== undefined) {
         this.adoptedMaster = true;
         this.master = { pid: running.pid, child: undefined, startedAt: Date.now() };
@@ -403,14 +408,15 @@ export class NginxDriver implements RouterDriver {
   /** SIGHUP, then wait until the new workers answer and the old ones have stopped taking requests. */
   private async reload(m: Master, generation: string): Promise<{ drained: Promise<void> }> {
     // Workers still shutting down from an earlier reload were waited for by that apply.
-    const old = workerPids(m.pid).filter((pid) => !isShuttingDown(pid));
-    const errorsFrom = await fileSize(this.paths.errorLog);
+    const old = await filterAsync(await workerPids(m.pid), async (pid) => !(await isShuttingDown(pid)));
+    await this.logs.rotate(() => { process.kill(m.pid, 'SIGUSR1'); });
+    const errorsFrom = await this.logs.mark();
     process.kill(m.pid, 'SIGHUP');
     const deadline = Date.now() + (this.opts.reloadTimeoutMs ?? 15_000);
     for (;;) {
       if (this.master !== m) throw new Error(`nginx exited during a reload.${await this.reasonSince(errorsFrom)}`);
       const answered = await probe(this.paths.control).catch(() => undefined);
-      if (answered === generation && old.every((pid) => !isAlive(pid) || isShuttingDown(pid))) {
+      if (answered === generation && (await everyAsync(old, async (pid) => !(await isAlive(pid)) || (await isShuttingDown(pid))))) {
         await this.narrowControl();
         break;
       }
@@ -420,15 +426,17 @@ export class NginxDriver implements RouterDriver {
       await sleep(10);
     }
     // A wrapper, not the promise itself: awaiting reload() must not wait for the drain.
-    return { drained: waitUntil(() => old.every((pid) => !isAlive(pid)), this.opts.drainTimeoutMs ?? 10_000) };
+    return { drained: waitUntil(() => everyAsync(old, async (pid) => !(await isAlive(pid))), this.opts.drainTimeoutMs ?? 10_000) };
   }
 
   /** Runs nginx on the config on disk and waits until it answers with `generation`. */
   private async launch(generation: string): Promise<void> {
     const binary = this.binary ?? 'nginx';
     await rm(this.paths.control, { force: true });
-    const stderrFrom = await fileSize(this.paths.stderr);
-    const errorsFrom = await fileSize(this.paths.errorLog);
+    // nginx is not running: its logs are renamed without telling it
+    await this.logs.rotate(undefined);
+    const stderrFrom = await this.logs.mark(this.paths.stderr);
+    const errorsFrom = await this.logs.mark();
     const stderr = await open(this.paths.stderr, 'a');
     let child: ChildProcess;
     try {
@@ -447,7 +455,7 @@ export class NginxDriver implements RouterDriver {
     const deadline = Date.now() + (this.opts.reloadTimeoutMs ?? 15_000);
     for (;;) {
       if (this.master !== m) {
-        const reason = (await readSince(this.paths.stderr, stderrFrom)).trim() || (await this.reasonSince(errorsFrom)).trim();
+        const reason = (await this.logs.since(stderrFrom, this.paths.stderr)).trim() || (await this.reasonSince(errorsFrom)).trim();
         throw new Error(`nginx exited at start: ${reason === '' ? 'no message' : reason}`);
       }
       if ((await probe(this.paths.control).catch(() => undefined)) === generation) {
@@ -500,16 +508,22 @@ export class NginxDriver implements RouterDriver {
 
   /** An adopted nginx is not our child: no exit event, so it is polled. */
   private watch(m: Master): void {
-    this.watchTimer = setInterval(() => {
+    let checking = false;
+    const timer = setInterval(() => {
+      if (checking) return;
       if (this.master !== m) {
-        clearInterval(this.watchTimer);
+        clearInterval(timer);
         return;
       }
-      if (!isAlive(m.pid)) {
-        clearInterval(this.watchTimer);
+      checking = true;
+      void isAlive(m.pid).then((alive) => {
+        checking = false;
+        if (alive || this.master !== m) return;
+        clearInterval(timer);
         this.onExit(m, 'gone');
-      }
+      });
     }, 500);
+    this.watchTimer = timer;
   }
 
   /** Graceful stop (SIGQUIT), then SIGKILL of the whole group when it takes too long. */
@@ -519,10 +533,11 @@ export class NginxDriver implements RouterDriver {
     } catch {
       // already gone
     }
-    const gone = await waitUntilTrue(() => !isAlive(m.pid) && (m.child === undefined || m.child.exitCode !== null || m.child.signalCode !== null), this.opts.stopTimeoutMs ?? 5_000);
+    const exited = () => m.child === undefined || m.child.exitCode !== null || m.child.signalCode !== null;
+    const gone = await waitUntilTrue(async () => !(await isAlive(m.pid)) && exited(), this.opts.stopTimeoutMs ?? 5_000);
     if (!gone) this.log.warn({ nginxPid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
     killGroup(m.pid, 'SIGKILL');
-    await waitUntilTrue(() => !isAlive(m.pid), 2_000);
+    await waitUntilTrue(async () => !(await isAlive(m.pid)), 2_000);
   }
 
   private clearTimers(): void {
@@ -642,27 +657,28 @@ export class NginxDriver implements RouterDriver {
   }
 
   /** A master of ours still running (after a Slipway crash or release()), from the pid file. */
-  private findRunning(): { pid: number } | undefined {
+  private async findRunning(): Promise<{ pid: number } | undefined> {
     let pid: number;
     try {
-      pid = Number.parseInt(readFileSync(this.paths.pid, 'utf8').trim(), 10);
+      pid = Number.parseInt((await readFile(this.paths.pid, 'utf8')).trim(), 10);
     } catch {
       return undefined;
     }
-    if (!Number.isInteger(pid) || pid <= 1 || !isAlive(pid)) return undefined;
-    const cmdline = readCmdline(pid);
+    if (!Number.isInteger(pid) || pid <= 1 || !(await isAlive(pid))) return undefined;
+    const cmdline = await readCmdline(pid);
     // Without /proc the process cannot be told from an unrelated one that reused the pid.
     if (cmdline === undefined || !cmdline.includes('nginx: master process') || !cmdline.includes(this.paths.conf)) return undefined;
     try {
-      this.runningText = readFileSync(this.paths.conf, 'utf8');
+      this.runningText = await readFile(this.paths.conf, 'utf8');
     } catch {
       return undefined;
     }
     return { pid };
   }
 
-  private async reasonSince(offset: number): Promise<string> {
-    const lines = (await readSince(this.paths.errorLog, offset)).split('\n').filter((l) => /\[(emerg|alert|crit|error)\]/.test(l));
+  /** The error lines nginx logged since `mark`, for a message. */
+  private async reasonSince(mark: LogMark): Promise<string> {
+    const lines = await this.logs.errorsSince(mark);
     return lines.length === 0 ? '' : ` nginx said: ${lines.slice(-3).join(' | ')}`;
   }
 }
@@ -697,11 +713,16 @@ function probe(socketPath: string): Promise<string> {
 
 const hasProc = existsSync('/proc/self/stat');
 
+/*
+ * The /proc scans below run while a reload waits, on the API's event loop: they are
+ * asynchronous (node:fs/promises), so that requests are served meanwhile.
+ */
+
 /** Linux: /proc/<pid>/stat, state Z (zombie) counting as gone. Elsewhere: signal 0. */
-function isAlive(pid: number): boolean {
+async function isAlive(pid: number): Promise<boolean> {
   if (hasProc) {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
       return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
     } catch {
       return false;
@@ -715,34 +736,44 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function readCmdline(pid: number): string | undefined {
+async function readCmdline(pid: number): Promise<string | undefined> {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0/g, ' ');
   } catch {
     return undefined;
   }
 }
 
 /** nginx retitles a worker that got the graceful-shutdown signal and closed its listeners. */
-function isShuttingDown(pid: number): boolean {
-  return readCmdline(pid)?.includes('shutting down') ?? false;
+async function isShuttingDown(pid: number): Promise<boolean> {
+  return (await readCmdline(pid))?.includes('shutting down') ?? false;
 }
 
 /** The master's children (its workers), from /proc; [] where there is no /proc. */
-function workerPids(masterPid: number): number[] {
+async function workerPids(masterPid: number): Promise<number[]> {
   if (!hasProc) return [];
-  const pids: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === masterPid) pids.push(Number(name));
-    } catch {
-      // exited while listing
-    }
-  }
-  return pids;
+  const names = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+  const parents = await Promise.all(
+    names.map(async (name) => {
+      try {
+        const stat = await readFile(`/proc/${name}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      } catch {
+        return undefined; // exited while listing
+      }
+    }),
+  );
+  return names.flatMap((name, i) => (parents[i] === masterPid ? [Number(name)] : []));
+}
+
+async function filterAsync<T>(items: readonly T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const kept = await Promise.all(items.map(keep));
+  return items.filter((_, i) => kept[i]);
+}
+
+async function everyAsync<T>(items: readonly T[], check: (item: T) => Promise<boolean>): Promise<boolean> {
+  for (const item of items) if (!(await check(item))) return false;
+  return true;
 }
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
@@ -754,33 +785,17 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-async function waitUntilTrue(check: () => boolean, ms: number): Promise<boolean> {
+async function waitUntilTrue(check: () => Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) return false;
     await sleep(20);
   }
   return true;
 }
 
-function waitUntil(check: () => boolean, ms: number): Promise<void> {
+function waitUntil(check: () => Promise<boolean>, ms: number): Promise<void> {
   return waitUntilTrue(check, ms).then(() => undefined);
-}
-
-async function fileSize(file: string): Promise<number> {
-  try {
-    return (await stat(file)).size;
-  } catch {
-    return 0;
-  }
-}
-
-async function readSince(file: string, offset: number): Promise<string> {
-  try {
-    return (await readFile(file)).subarray(offset).toString('utf8');
-  } catch {
-    return '';
-  }
 }
 
 const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));

@@ -11,9 +11,9 @@ import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type 
 import { checkCertificates } from './tls-certificates.js';
 
 /**
- * The fallback data plane: an in-process node:http server that proxies with http-proxy-3. Slower
- * than nginx (DESIGN §2) but needs nothing installed. A switch is a pointer swap, so no request
- * is ever refused by apply().
+ * The fallback data plane: an in-process node:http server that proxies with http-proxy-3.
+ * Slower than nginx (docs/decisions.md#router) but needs nothing installed. A switch is a
+ * pointer swap, so no request is ever refused by apply().
  */
 export interface NodeProxyOptions {
   listen: ListenAddress;

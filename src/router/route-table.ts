@@ -6,7 +6,7 @@ import { conflict, invalid } from '../domain/errors.js';
  * the snapshot it last applied and compare `version`s. No I/O here.
  */
 
-/** One replica of the current deployment, as the router reaches it (DESIGN §2 "Upstream addressing"). */
+/** One replica of the current deployment, as the router reaches it (docs/decisions.md#upstream-addressing). */
 export interface Upstream {
   readonly host: string;
   readonly port: number;
@@ -145,7 +145,7 @@ export class RouteTable {
   /**
    * Replaces a project's hosts and upstreams at once (a deployment that takes over, a project
    * whose domains changed). A host another project serves is a conflict: host names are unique
-   * across the platform (DESIGN §4), so this is a bug upstream of the router.
+   * across the platform (docs/decisions.md#host-names), so this is a bug upstream of the router.
    */
   setProject(project: string, routes: ProjectRoutes): RouteTable {
     const hosts = new Set(routes.hosts.map(routableHost));

@@ -21,7 +21,7 @@ export interface CreatedInvitation extends InvitationView {
   token?: string;
 }
 
-/** The key fields only for a user created by this acceptance (DESIGN §3). */
+/** The key fields only for a user created by this acceptance (docs/decisions.md#invitations). */
 export interface AcceptedInvitation {
   user_id: string;
   workspace: WorkspaceView;

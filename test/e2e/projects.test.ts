@@ -47,7 +47,7 @@ describe.each(STORE_KINDS)('projects on %s', (kind) => {
     expect(typeof r.body.data?.created_at).toBe('string');
   });
 
-  it('fills in the defaults of DESIGN §4', async () => {
+  it('fills in the defaults of docs/decisions.md#projects', async () => {
     const r = await create({ name: 'defaults' });
     expect(r.body.data).toMatchObject({ port: 8080, replicas: 1, cpu: '0.5', ram: '0.5', status: 'pending' });
   });

@@ -1,4 +1,4 @@
-// `--upstream-mode network` (DESIGN §2 "Upstream addressing"): app containers publish nothing,
+// `--upstream-mode network` (docs/decisions.md#upstream-addressing): app containers publish nothing,
 // and the router and the health check reach them on their workspace-network address. On Linux
 // the host reaches bridge networks, so the test process (and its router) stands in for a Slipway
 // running in a container; joining Slipway's own container to the networks is covered by the

@@ -34,6 +34,8 @@ export interface TestEngineOptions {
   githubApp?: GitHubApp;
   driver?: 'nginx' | 'node';
   log?: OrchestratorOptions['log'];
+  /** the Docker runtime the engine uses (a subclass that makes the engine fail on purpose); default a plain one */
+  runtime?: DockerRuntime;
   /** any other orchestrator option (upstream mode, shutdown grace, …) */
   tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency'>>;
 }
@@ -46,7 +48,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   const workDir = mkdtempSync(join(tmpdir(), 'slipway-engine-'));
   // open like a default install's ./data, so that nginx's workers reach the router directory
   chmodSync(workDir, 0o755);
-  const runtime = new DockerRuntime({ docker: new Docker() });
+  const runtime = opts.runtime ?? new DockerRuntime({ docker: new Docker() });
   const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
   const instance = await instanceId(s.store);
   const orchestrator = new Orchestrator({

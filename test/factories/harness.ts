@@ -183,7 +183,7 @@ export interface TestProject {
   name: string;
 }
 
-/** A project straight in the store, with the defaults of DESIGN §4. */
+/** A project straight in the store, with the defaults of docs/decisions.md#projects. */
 export async function makeProject(s: TestServer, w: { id: string }, name = `app-${unique()}`): Promise<TestProject> {
   const now = iso(s.clock.now());
   const id = s.deps.ids.id();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GitHubApp } from '../../src/build/github-app.js';
-import { GitSource, GitSourceError, type Checkout } from '../../src/build/git-source.js';
+import { GitSource, gitEnvironment, GitSourceError, type Checkout } from '../../src/build/git-source.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { closedPort, git, RepoRoot, startGitServer, startSilentServer, type GitServer } from '../factories/git-server.js';
 
@@ -264,6 +264,83 @@ describe('a private repository', () => {
     }
   });
 });
+
+describe("git's environment", () => {
+  it('is minimal: PATH, proxies and CAs from the parent, a scratch HOME, no SLIPWAY_* or GIT_* variable of the parent', () => {
+    const parent: NodeJS.ProcessEnv = {
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/slipway',
+      HTTPS_PROXY: 'http://proxy.internal:3128',
+      no_proxy: 'localhost',
+      SSL_CERT_FILE: '/etc/ssl/ca.pem',
+      SLIPWAY_WEBHOOK_SECRET: 'whsec',
+      SLIPWAY_DATABASE_URL: 'postgres://u:p@db/slipway',
+      AWS_SECRET_ACCESS_KEY: 'aws',
+      GIT_DIR: '/elsewhere/.git',
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'core.sshCommand',
+      GIT_CONFIG_VALUE_0: 'evil',
+      XDG_CONFIG_HOME: '/home/slipway/.config',
+      SSH_ASKPASS: '/usr/bin/askpass',
+    };
+    const env = gitEnvironment(parent, { home: '/tmp/scratch-home', protocol: 'https', config: [['http.https://git.test/.extraHeader', 'Authorization: Basic x']] });
+    expect(env).toEqual({
+      PATH: '/usr/bin:/bin',
+      HTTPS_PROXY: 'http://proxy.internal:3128',
+      no_proxy: 'localhost',
+      SSL_CERT_FILE: '/etc/ssl/ca.pem',
+      HOME: '/tmp/scratch-home',
+      LANG: 'C',
+      LC_ALL: 'C',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ASKPASS: '',
+      GIT_ALLOW_PROTOCOL: 'https',
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'http.https://git.test/.extraHeader',
+      GIT_CONFIG_VALUE_0: 'Authorization: Basic x',
+    });
+  });
+
+  it('a real fetch runs git without the SLIPWAY_* variables of the process, in a scratch HOME, and still works', async () => {
+    const names = ['SLIPWAY_TEST_SECRET', 'SLIPWAY_WEBHOOK_SECRET'] as const;
+    const saved = names.map((n) => process.env[n]);
+    process.env['SLIPWAY_TEST_SECRET'] = 'parent-secret-value';
+    process.env['SLIPWAY_WEBHOOK_SECRET'] = 'parent-webhook-secret';
+    const recorder = await envRecorder();
+    try {
+      const token = await installationToken();
+      const out = await source(server.url, { git: recorder.path }).fetch({ repoFullName: 'acme/private', branch: 'main', workDir: work, token });
+      expect(out.commitSha).toBe(shas['private']);
+      const env = await recorder.text();
+      expect(env).toContain('GIT_CONFIG_NOSYSTEM=1');
+      expect(env).not.toMatch(/^SLIPWAY_/m);
+      expect(env).not.toContain('parent-secret-value');
+      expect(env).not.toContain('parent-webhook-secret');
+      const homes = [...env.matchAll(/^HOME=(.*)$/gm)].map((m) => m[1]);
+      expect(homes.length).toBeGreaterThan(0);
+      expect(homes.every((h) => h !== process.env['HOME'] && h?.includes('slipway-git-home-'))).toBe(true);
+    } finally {
+      names.forEach((n, i) => {
+        const v = saved[i];
+        if (v === undefined) Reflect.deleteProperty(process.env, n);
+        else process.env[n] = v;
+      });
+    }
+  });
+});
+
+/** A git wrapper that appends its whole environment to a log, then runs git. */
+async function envRecorder(): Promise<{ path: string; text(): Promise<string> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'slipway-git-env-'));
+  scratch.push(dir);
+  const log = join(dir, 'env.log');
+  const path = join(dir, 'git');
+  await writeFile(log, '');
+  await writeFile(path, `#!/bin/sh\nenv >> '${log}'\nexec git "$@"\n`);
+  await chmod(path, 0o755);
+  return { path, text: () => readFile(log, 'utf8') };
+}
 
 /** A git wrapper that writes each invocation's arguments (and the config keys it was given) to a log, then runs git. */
 async function argvRecorder(): Promise<{ path: string; lines(): Promise<string[]>; configKeys(): Promise<string[]> }> {

@@ -11,7 +11,7 @@ import type { RefusalLog } from '../request-log.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The permission a workspace route needs (DESIGN §3); implies a member of `:slug`. */
+    /** The permission a workspace route needs (docs/decisions.md#roles); implies a member of `:slug`. */
     action?: Action;
     /** No API key needed (invitation accept, webhooks, health): limited per client address. */
     public?: boolean;
@@ -19,7 +19,7 @@ declare module 'fastify' {
     probe?: boolean;
     /**
      * A WebSocket stream: the handshake must complete even when the caller may not read it, so
-     * that the refusal arrives the spec's way, as one `[ERROR] …` frame (DESIGN §5).
+     * that the refusal arrives the spec's way, as one `[ERROR] …` frame (docs/decisions.md#streams).
      */
     stream?: boolean;
   }

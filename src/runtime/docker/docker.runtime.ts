@@ -1,5 +1,4 @@
-import { readFile, readdir, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
@@ -29,6 +28,7 @@ import type {
 } from '../../domain/runtime.js';
 import { HostPortTakenError, NetworkPoolFullError } from '../../domain/runtime.js';
 import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
+import { packBuildContext } from './build-context.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
 import { Channel, LineSplitter } from './feed.js';
 import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
@@ -39,7 +39,7 @@ import { hasPrevious, usageFrom, type StatsSample } from './usage.js';
 export interface DockerRuntimeOptions {
   /** a dockerode client; `new Docker()` follows DOCKER_HOST or /var/run/docker.sock */
   docker: Docker;
-  /** where published ports listen (DESIGN §2 "Upstream addressing"); default 127.0.0.1 */
+  /** where published ports listen (docs/decisions.md#upstream-addressing); default 127.0.0.1 */
   publishHost?: string;
   /**
    * `buildkit` (default): the Engine's BuildKit builder (API version=2, the context as the tar
@@ -60,11 +60,6 @@ const SUBNET_ATTEMPTS = 20;
 /** The IPv4 subnets of a network as the engine lists it. */
 const subnetsOf = (n: Docker.NetworkInspectInfo): string[] =>
   (orNull(n.IPAM?.Config) ?? []).flatMap((c) => (typeof c.Subnet === 'string' && c.Subnet.includes('.') ? [c.Subnet] : []));
-
-/** dockerode's own packing of a build context (tar-fs, honouring .dockerignore, gzip), for a build request dialled directly. */
-const packContext = (createRequire(import.meta.url)('dockerode/lib/util.js') as {
-  prepareBuildContext: (file: { context: string; src: string[] }, next: (tar: NodeJS.ReadableStream) => void) => void;
-}).prepareBuildContext;
 
 const CONTAINER_STATES: readonly ContainerState[] = ['created', 'running', 'restarting', 'paused', 'exited', 'dead', 'removing'];
 
@@ -264,8 +259,8 @@ export class DockerRuntime implements Runtime {
     const onLine = (line: string) => spec.onLine?.(line);
     const buildkitLog = new BuildKitLog(onLine);
     try {
-      // dockerode packs the directory with tar-fs and honours its .dockerignore.
-      const context = { context: spec.contextDir, src: await readdir(spec.contextDir) };
+      // the directory as a gzipped tar, without what its .dockerignore leaves out
+      const context = await packBuildContext(spec.contextDir);
       const query = {
         t: spec.tag,
         dockerfile,
@@ -331,17 +326,15 @@ export class DockerRuntime implements Runtime {
    * A BuildKit build without a session: dockerode's buildImage opens a gRPC session for
    * version 2, which a context sent as the request body does not need (and which costs time).
    */
-  private dialBuild(context: { context: string; src: string[] }, query: Record<string, unknown>, signal: AbortSignal): Promise<NodeJS.ReadableStream> {
+  private dialBuild(context: NodeJS.ReadableStream, query: Record<string, unknown>, signal: AbortSignal): Promise<NodeJS.ReadableStream> {
     return new Promise((resolve, reject) => {
-      packContext(context, (tar) => {
-        this.docker.modem.dial(
-          { path: '/build?', method: 'POST', file: tar, options: query, abortSignal: signal, isStream: true, statusCodes: { 200: true, 500: 'server error' } },
-          (err: unknown, stream: unknown) => {
-            if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(engineMessage(err)));
-            else resolve(stream as NodeJS.ReadableStream);
-          },
-        );
-      });
+      this.docker.modem.dial(
+        { path: '/build?', method: 'POST', file: context, options: query, abortSignal: signal, isStream: true, statusCodes: { 200: true, 500: 'server error' } },
+        (err: unknown, stream: unknown) => {
+          if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(engineMessage(err)));
+          else resolve(stream as NodeJS.ReadableStream);
+        },
+      );
     });
   }
 

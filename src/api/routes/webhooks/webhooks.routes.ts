@@ -50,8 +50,8 @@ interface Verified {
 type Answer = { kind: 'answer'; status: 200; data: { event: 'ping' } } | { kind: 'answer'; status: 202; data: { event: string; ignored: true; reason: string } };
 
 /**
- * GitHub deliveries (DESIGN §4, auto-deploy). Public: no API key, limited per client address by
- * the auth hook. The body is kept raw until its signature is verified; then it is parsed here.
+ * GitHub deliveries (auto-deploy, docs/decisions.md#git). Public: no API key, limited per
+ * client address by the auth hook. The body is kept raw until its signature is verified; then it is parsed here.
  * Neither the body nor the signature nor any secret is ever logged.
  *
  * - `POST /api/webhooks/github/:webhook_id`: a repository webhook, verified with that Git
