@@ -1,6 +1,7 @@
 import { WalletService } from '../billing/wallet.service.js';
 import { BuildLog } from '../deploy/build-log.js';
-import { DeployService, idleEngine, type Engine } from '../deploy/deploy.service.js';
+import { DeployService, idleEngine } from '../deploy/deploy.service.js';
+import type { Engine } from '../domain/ports.js';
 import { DeployQueue } from '../deploy/queue.js';
 import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';

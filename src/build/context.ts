@@ -2,15 +2,9 @@
 // repository, and, where the repository has no Dockerfile, one generated for the detected stack.
 import { appendFile, lstat, readFile, readdir, realpath, stat, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, posix, relative, sep } from 'node:path';
+import type { BaseImages, BuildContext, BuildStrategy, PrepareBuildContext, PrepareOptions } from '../domain/ports.js';
 
-/** The images generated Dockerfiles start from (configuration: no registry may be reachable). */
-export interface BaseImages {
-  node: string;
-  go: string;
-  python: string;
-  /** must provide `sh` and `busybox httpd` (the official busybox image, or a local import of busybox-static) */
-  static: string;
-}
+export type { BaseImages, BuildContext, BuildStrategy, PrepareOptions } from '../domain/ports.js';
 
 export const DEFAULT_BASE_IMAGES: BaseImages = {
   node: 'node:20-alpine',
@@ -18,8 +12,6 @@ export const DEFAULT_BASE_IMAGES: BaseImages = {
   python: 'python:3.12-slim',
   static: 'busybox:1.36',
 };
-
-export type BuildStrategy = 'dockerfile' | 'node' | 'go' | 'python' | 'static';
 
 export type BuildContextErrorCode =
   /** a path leaves the repository (`..`, absolute, or a symbolic link pointing outside) */
@@ -42,33 +34,11 @@ export class BuildContextError extends Error {
   }
 }
 
-export interface PrepareOptions {
-  /** the checkout (GitSource's `dir`); generated files are written into it */
-  checkoutDir: string;
-  /** the Git connection's `root_dir`, relative to the repository; default "" (the root) */
-  rootDir?: string | undefined;
-  /** the Git connection's `dockerfile_path`, relative to root_dir; default "Dockerfile" */
-  dockerfilePath?: string | undefined;
-  baseImages: BaseImages;
-  /** the project's port: the generated image's default PORT and EXPOSE; default 8080 */
-  port?: number | undefined;
-}
-
-export interface BuildContext {
-  /** the directory to send as the build context (a real path inside the checkout) */
-  contextDir: string;
-  /** the Dockerfile inside contextDir, "/"-separated (the runtime's BuildSpec.dockerfile) */
-  dockerfile: string;
-  strategy: BuildStrategy;
-  /** one sentence for the build log: what was found or generated, and how the app starts */
-  description: string;
-}
-
 /** The name of a Dockerfile Slipway writes into the context (generated, or copied from outside it). */
 export const GENERATED_DOCKERFILE = 'Dockerfile.slipway';
 const READ_LIMIT = 1024 * 1024;
 
-export async function prepareBuildContext(opts: PrepareOptions): Promise<BuildContext> {
+export const prepareBuildContext: PrepareBuildContext = async function prepareBuildContext(opts: PrepareOptions): Promise<BuildContext> {
   const port = opts.port ?? 8080;
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new BuildContextError('invalid', `The port ${port} must be a whole number from 1 to 65535.`);
   const images = checkImages(opts.baseImages);
@@ -116,7 +86,7 @@ export async function prepareBuildContext(opts: PrepareOptions): Promise<BuildCo
     strategy: plan.strategy,
     description: `No Dockerfile at ${shownDockerfile}: generated one for ${plan.summary}.`,
   };
-}
+};
 
 interface Plan {
   strategy: Exclude<BuildStrategy, 'dockerfile'>;

@@ -5,6 +5,9 @@ import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Checkout, FetchRequest, GitSource as GitSourcePort } from '../domain/ports.js';
+
+export type { Checkout, FetchRequest } from '../domain/ports.js';
 
 export type GitSourceErrorCode =
   | 'invalid'
@@ -38,38 +41,6 @@ export interface GitSourceOptions {
   git?: string;
   /** for each fetch that names none; default 10 minutes */
   timeoutMs?: number;
-}
-
-export interface FetchRequest {
-  /** `owner/name` (more segments for hosts with nested groups) */
-  repoFullName: string;
-  branch: string;
-  /** the checkout lands in a new directory under this one (created when missing) */
-  workDir: string;
-  /** a full commit id to build instead of the branch's head */
-  commitSha?: string | undefined;
-  /**
-   * With commitSha: build it only if it is still the branch's head when fetched (a push
-   * webhook's commit); otherwise fail with `not_head`, and the checkout is removed.
-   */
-  requireHead?: boolean | undefined;
-  /**
-   * An HTTP access token (a GitHub App installation token). It reaches git through its
-   * environment only: never argv, the remote URL or the checkout's `.git/config`.
-   */
-  token?: string | undefined;
-  timeoutMs?: number | undefined;
-  signal?: AbortSignal | undefined;
-  /** keep `.git` in the checkout; by default it is removed so that it stays out of the build context */
-  keepGitDir?: boolean | undefined;
-}
-
-export interface Checkout {
-  /** the fresh directory holding the working tree; the caller removes it when done */
-  dir: string;
-  commitSha: string;
-  /** the full message, without its trailing newline */
-  commitMessage: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
@@ -127,7 +98,7 @@ export function gitEnvironment(parent: NodeJS.ProcessEnv, opts: GitEnvironmentOp
 }
 
 /** Fetches repositories from one Git host. */
-export class GitSource {
+export class GitSource implements GitSourcePort {
   private readonly base: URL;
   private readonly git: string;
   private readonly timeoutMs: number;

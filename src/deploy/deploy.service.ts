@@ -4,39 +4,15 @@ import { AppError, conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow } from '../projects/resolve.js';
 import { isUniqueViolation } from '../store/dialects.js';
+import { refreshProjectStatus, servingDeployment } from '../projects/status.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
+import type { Engine } from '../domain/ports.js';
 import type { Access } from '../tenancy/context.js';
-import { refreshProjectStatus, servingDeployment } from './project-status.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
 
 /** How long a delivery's claim is kept: a replay of an older one meets the head check instead. */
 export const DELIVERY_RETENTION_MS = 7 * 86_400_000;
-
-/** What the API asks of the running orchestrator (the workers and the engine behind them). */
-export interface Engine {
-  /** new work is queued: wake an idle worker now rather than at its next poll */
-  wake(): void;
-  /** stop and remove the deployment's containers and take its routes down */
-  stop(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
-  /** restart the deployment's containers one at a time, keeping the others serving */
-  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
-  /** the project's hosts changed (custom domains): route them */
-  routesChanged(projectId: string): Promise<void>;
-  /** the deployment's containers as the engine sees them, with their resource use */
-  pods(projectId: string, deploymentId: string): Promise<Pod[]>;
-}
-
-export interface Pod {
-  name: string;
-  /** `Running`, `Restarting`, `Exited`… as a pod status reads */
-  status: string;
-  ready: boolean;
-  restarts: number;
-  startedAt: Date | null;
-  cpuMillicores: number;
-  memoryBytes: number;
-}
 
 /** Until the engine is wired in (the API alone, in tests of the tenancy), deployments only queue. */
 export const idleEngine: Engine = {

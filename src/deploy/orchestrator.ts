@@ -1,9 +1,11 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { GitSourceError, prepareBuildContext, type BaseImages, type GitHubApp, type GitSource } from '../build/index.js';
+import { GitSourceError, prepareBuildContext, type GitHubApp } from '../build/index.js';
 import { cloneTokenFor } from '../github/installations.js';
 import { iso } from '../domain/clock.js';
+import { ACTIVE, isLive, LEASED, LIVE } from '../domain/deployment.js';
+import type { BaseImages, Engine, GitSource, Pod } from '../domain/ports.js';
 import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
 import { UnusableEnvError, type EnvService } from '../env/env.service.js';
@@ -13,8 +15,8 @@ import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js
 import type { DeploymentRow } from '../store/schema.js';
 import { parseSettings } from '../tenancy/views.js';
 import type { BuildLog } from './build-log.js';
-import { idleEngine, type Engine, type Pod } from './deploy.service.js';
-import { refreshProjectStatus, servingDeployment } from './project-status.js';
+import { refreshProjectStatus, servingDeployment } from '../projects/status.js';
+import { idleEngine } from './deploy.service.js';
 import type { DeployQueue } from './queue.js';
 import { sleep } from './sleep.js';
 
@@ -709,7 +711,7 @@ export class Orchestrator implements Engine {
     const rows = await db
       .updateTable('deployments')
       .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
-      .where('status', 'in', ['building', 'deploying'])
+      .where('status', 'in', LEASED)
       .returning(['id', 'project_id'])
       .execute();
     for (const r of rows) {
@@ -734,7 +736,7 @@ export class Orchestrator implements Engine {
       for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(deps.clock.now()));
     });
     const state = await this.step('reading the deployments and the containers', async () => {
-      const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', ['running', 'building', 'deploying']).execute();
+      const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', [...LEASED, 'running']).execute();
       return { wanted, seen: await this.containersByDeployment() };
     });
     if (state !== undefined) {
@@ -743,7 +745,7 @@ export class Orchestrator implements Engine {
       for (const projectId of serving) {
         await this.withProjectLock(projectId, async () => {
           // Read again under the lock: a rollout in progress heals nothing.
-          const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ['queued', 'building', 'deploying']).executeTakeFirst();
+          const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ACTIVE).executeTakeFirst();
           if (active !== undefined) return;
           await this.heal(projectId, state.seen);
         }).catch((err: unknown) => {
@@ -856,13 +858,13 @@ export class Orchestrator implements Engine {
     const rows = await db.selectFrom('deployments').select(['project_id', 'image', 'status']).where('image', 'is not', null).orderBy('created_at', 'desc').execute();
     // A project with a rollout in progress keeps all its images this time: its build may have
     // just tagged an older, cached image that its deployment does not name yet.
-    const busy = new Set((await db.selectFrom('deployments').select('project_id').where('status', 'in', ['queued', 'building', 'deploying']).execute()).map((r) => r.project_id));
+    const busy = new Set((await db.selectFrom('deployments').select('project_id').where('status', 'in', ACTIVE).execute()).map((r) => r.project_id));
     const needed = new Set<string>();
     const seen = new Map<string, number>();
     for (const r of rows) {
       const n = (seen.get(r.project_id) ?? 0) + 1;
       seen.set(r.project_id, n);
-      if (r.image !== null && (n <= keep || ['queued', 'building', 'deploying', 'running'].includes(r.status))) needed.add(r.image);
+      if (r.image !== null && (n <= keep || isLive(r.status))) needed.add(r.image);
     }
     const removed: string[] = [];
     for (const image of await runtime.listImages({ labels: this.labels })) {
@@ -878,7 +880,7 @@ export class Orchestrator implements Engine {
     }
     if (removed.length > 0) {
       this.o.log.info({ images: removed.length }, 'removed images no deployment needs');
-      await db.updateTable('deployments').set({ image: null }).where('image', 'in', removed).where('status', 'not in', ['queued', 'building', 'deploying', 'running']).execute();
+      await db.updateTable('deployments').set({ image: null }).where('image', 'in', removed).where('status', 'not in', LIVE).execute();
     }
   }
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { iso } from '../domain/clock.js';
-import { next, type DeploymentEvent } from '../domain/deployment.js';
+import { LEASED, next, type DeploymentEvent } from '../domain/deployment.js';
 import type { Deps } from '../deps.js';
 import { lockClause } from '../store/dialects.js';
 import type { DB, DeploymentRow, DeploymentSource } from '../store/schema.js';
@@ -97,7 +97,7 @@ export class DeployQueue {
                 .selectFrom('deployments as x')
                 .select('x.id')
                 .whereRef('x.project_id', '=', 'd.project_id')
-                .where('x.status', 'in', ['building', 'deploying']),
+                .where('x.status', 'in', LEASED),
             ),
           ),
         )
@@ -133,7 +133,7 @@ export class DeployQueue {
       .set({ lease_until: iso(new Date(now.getTime() + this.leaseMs)) })
       .where('id', '=', id)
       .where('lease_owner', '=', worker)
-      .where('status', 'in', ['building', 'deploying'])
+      .where('status', 'in', LEASED)
       .executeTakeFirst();
     return r.numUpdatedRows === 1n;
   }
@@ -175,7 +175,7 @@ export class DeployQueue {
     return this.deps.store.db
       .updateTable('deployments')
       .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
-      .where('status', 'in', ['building', 'deploying'])
+      .where('status', 'in', LEASED)
       .where('lease_until', '<', now)
       .returningAll()
       .execute();

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { DeploymentStatus } from '../store/schema.js';
-import { isActive, isFinal, next, projectStatusOf, type DeploymentEvent } from './deployment.js';
+import { DEPLOYMENT_STATUSES, isActive, isFinal, next, projectStatusOf, type DeploymentEvent } from './deployment.js';
 
-const ALL: DeploymentStatus[] = ['queued', 'building', 'deploying', 'running', 'failed', 'superseded', 'stopped'];
+const ALL = DEPLOYMENT_STATUSES;
 const EVENTS: DeploymentEvent['kind'][] = ['claim', 'built', 'healthy', 'fail', 'supersede', 'stop'];
 
 describe('deployment state machine', () => {

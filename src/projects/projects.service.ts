@@ -1,15 +1,15 @@
 import { iso } from '../domain/clock.js';
 import { conflict, invalid } from '../domain/errors.js';
+import type { Engine } from '../domain/ports.js';
 import { slugify } from '../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { holdProjectRoom } from '../tenancy/limits.js';
-import type { Engine } from '../deploy/deploy.service.js';
-import { servingDeployment } from '../deploy/project-status.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject } from './resolve.js';
+import { servingDeployment } from './status.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
 
 export interface ProjectInput {

@@ -1,5 +1,8 @@
 import type { Generated, Selectable } from 'kysely';
+import type { DeploymentRecord } from '../domain/deployment.js';
+import type { ProjectRecord } from '../domain/project.js';
 import type { Role } from '../domain/roles.js';
+import type { UptimeStatus } from '../domain/uptime.js';
 
 /**
  * The tables as the query layer sees them. Ids are UUIDv7 text, timestamps RFC 3339 text
@@ -63,25 +66,10 @@ export interface ApiKeysTable {
   revoked_at: string | null;
 }
 
-export type ProjectStatus = 'pending' | 'building' | 'deploying' | 'running' | 'stopped' | 'failed' | 'crashed' | 'suspended';
+export type { ProjectStatus } from '../domain/project.js';
 
-export interface ProjectsTable {
-  id: string;
-  workspace_id: string;
-  name: string;
-  slug: string;
-  port: number;
-  replicas: number;
-  /** vCPU as a decimal string, e.g. "0.5" */
-  cpu: string;
-  /** GiB as a decimal string, e.g. "0.5" */
-  ram: string;
-  status: ProjectStatus;
-  created_at: string;
-  updated_at: string;
-  /** the default host is `<host_label>.<apps domain>`; unique platform-wide (`<project>-<workspace>` when the project was made) */
-  host_label: string;
-}
+/** The store keeps a project's record as the domain describes it. */
+export type ProjectsTable = ProjectRecord;
 
 export interface GitConnectionsTable {
   project_id: string;
@@ -123,7 +111,7 @@ export interface DomainsTable {
   created_at: string;
 }
 
-export type UptimeStatus = 'unknown' | 'up' | 'down' | 'paused';
+export type { UptimeStatus } from '../domain/uptime.js';
 
 export interface UptimeMonitorsTable {
   project_id: string;
@@ -139,29 +127,12 @@ export interface UptimeMonitorsTable {
   updated_at: string;
 }
 
-export type DeploymentStatus = 'queued' | 'building' | 'deploying' | 'running' | 'failed' | 'superseded' | 'stopped';
-export type DeploymentSource = 'git' | 'redeploy' | 'rollback' | 'template';
+export type { DeploymentSource, DeploymentStatus } from '../domain/deployment.js';
 
-export interface DeploymentsTable {
-  id: string;
-  project_id: string;
-  status: DeploymentStatus;
-  source: DeploymentSource;
-  image: string | null;
-  branch: string | null;
-  commit_sha: string | null;
-  commit_message: string | null;
-  error: string | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  /** the worker that holds this deployment while it is building or deploying */
-  lease_owner: string | null;
-  lease_until: string | null;
+/** The deployment record; the columns with a default are filled in by the store when left out. */
+export interface DeploymentsTable extends Omit<DeploymentRecord, 'attempts' | 'restart_requested_at' | 'require_head'> {
   attempts: Generated<number>;
-  /** a rolling restart asked of a standby, for the deploy engine's reconciler to run */
   restart_requested_at: Generated<string | null>;
-  /** 1: queued by a push webhook; the build fails unless commit_sha is still the branch's head */
   require_head: Generated<number>;
 }
 

@@ -48,9 +48,14 @@ interface Row {
   /** the status an outsider gets when `who` is 'authenticated' */
   path(f: Fixture): string;
   body?(f: Fixture): unknown;
+  /**
+   * For a row that deletes or replaces what it acts on: a target of its own, made for this case
+   * only, so the principal's shared fixture stays whole for the rows after it.
+   */
+  fresh?(s: TestServer, f: Fixture): Promise<Partial<Fixture>>;
 }
 
-const ws = (f: Fixture) => `/api/workspaces/${f.w.slug}`;
+const ws = (f: { w: { slug: string } }) => `/api/workspaces/${f.w.slug}`;
 let slugs = 0;
 const proj = (f: Fixture) => `${ws(f)}/projects/${f.project.slug}`;
 
@@ -73,35 +78,35 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces', who: 'authenticated', ok: 200, path: () => '/api/workspaces' },
   { method: 'GET', url: '/api/workspaces/:slug', who: 'member', ok: 200, path: ws },
   { method: 'PUT', url: '/api/workspaces/:slug', who: 'owner', ok: 200, path: ws, body: () => ({ name: 'renamed' }) },
-  { method: 'DELETE', url: '/api/workspaces/:slug', who: 'owner', ok: 200, path: ws },
+  { method: 'DELETE', url: '/api/workspaces/:slug', who: 'owner', ok: 200, path: ws, fresh: spareWorkspace },
 
   { method: 'GET', url: '/api/workspaces/:slug/members', who: 'member', ok: 200, path: (f) => `${ws(f)}/members` },
   { method: 'POST', url: '/api/workspaces/:slug/members', who: 'admin', ok: 201, path: (f) => `${ws(f)}/members`, body: (f) => ({ user_id: f.loneUserId, role: 'member' }) },
-  { method: 'PUT', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, body: () => ({ role: 'admin' }) },
-  { method: 'DELETE', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}` },
+  { method: 'PUT', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, body: () => ({ role: 'admin' }), fresh: (s, f) => newMember(s, f.w) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, fresh: (s, f) => newMember(s, f.w) },
 
   { method: 'POST', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 201, path: (f) => `${ws(f)}/invitations`, body: () => ({ email: 'new@example.com', role: 'member' }) },
   { method: 'GET', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations` },
-  { method: 'DELETE', url: '/api/workspaces/:slug/invitations/:id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations/${f.invitationId}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/invitations/:id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations/${f.invitationId}`, fresh: (s, f) => newInvitation(s, f.w) },
 
   { method: 'POST', url: '/api/workspaces/:slug/api-keys', who: 'member', ok: 201, path: (f) => `${ws(f)}/api-keys`, body: () => ({ name: 'k', expires_in_days: 90 }) },
   { method: 'GET', url: '/api/workspaces/:slug/api-keys', who: 'member', ok: 200, path: (f) => `${ws(f)}/api-keys` },
   // Someone else's key: owners and admins only.
-  { method: 'DELETE', url: '/api/workspaces/:slug/api-keys/:key_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/api-keys/${f.targetKeyId}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/api-keys/:key_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/api-keys/${f.targetKeyId}`, fresh: (s, f) => newMember(s, f.w) },
 
   { method: 'POST', url: '/api/workspaces/:slug/projects', who: 'member', ok: 201, path: (f) => `${ws(f)}/projects`, body: () => ({ name: `p-${(slugs++).toString()}` }) },
   { method: 'POST', url: '/api/workspaces/:slug/github/installations/link', who: 'admin', ok: 201, path: (f) => `${ws(f)}/github/installations/link` },
   { method: 'GET', url: '/api/workspaces/:slug/github/installations', who: 'member', ok: 200, path: (f) => `${ws(f)}/github/installations` },
-  { method: 'DELETE', url: '/api/workspaces/:slug/github/installations/:installation_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/github/installations/${String(f.installationId)}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/github/installations/:installation_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/github/installations/${String(f.installationId)}`, fresh: (s, f) => newInstallation(s, f.w) },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj, body: () => ({ replicas: 2 }) },
-  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug', who: 'member', ok: 200, path: proj, fresh: spareProject },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/status', who: 'member', ok: 200, path: (f) => `${proj(f)}/status` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 201, path: (f) => `${proj(f)}/git`, body: () => ({ repo_full_name: 'acme/web' }) },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git`, body: () => ({ branch: 'next' }) },
-  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/git', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git`, fresh: (s, f) => newConnected(s, f.w) },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/git/webhook-secret', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/git/webhook-secret` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments?page=1&limit=5` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}` },
@@ -110,7 +115,7 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/redeploy', who: 'member', ok: 409, path: (f) => `${proj(f)}/redeploy` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/restart', who: 'member', ok: 409, path: (f) => `${proj(f)}/restart` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/rollback', who: 'member', ok: 409, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/rollback` },
-  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/stop', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/stop` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/stop', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/stop`, fresh: (s, f) => newDeployment(s, f.connected) },
   // Over plain HTTP the stream route refuses like any other, and points allowed callers at the handshake.
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs', who: 'member', ok: 400, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/logs` },
   { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
@@ -119,15 +124,15 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 201, path: (f) => `${proj(f)}/domains`, body: () => ({ domain: `perm-${(slugs++).toString()}.example.com` }) },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id/verify', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}/verify` },
-  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}`, fresh: (s, f) => newDomain(s, f.w, f.project) },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },
-  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/bulk', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/bulk`, body: () => ({ variables: { A: '1' }, merge: false }) },
+  { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/bulk', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/bulk`, body: () => ({ variables: { A: '1' }, merge: false }), fresh: spareProject },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/:env_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/${f.envId}`, body: () => ({ value: 'changed' }) },
-  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/env/:env_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/${f.envId}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/env/:env_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/${f.envId}`, fresh: (s, f) => newEnv(s, f.w, f.project) },
 ];
 
 function expected(row: Row, p: Principal): number {
@@ -136,6 +141,91 @@ function expected(row: Row, p: Principal): number {
   if (row.who === 'authenticated') return row.ok;
   if (p === 'outsider') return 404;
   return atLeast(p, row.who) ? row.ok : 403;
+}
+
+/*
+ * The targets a case may use up. Each principal's fixture holds one of each; a row that deletes
+ * or replaces its target makes its own through `fresh` with the same builders.
+ */
+let spares = 0;
+const spare = () => (spares++).toString();
+
+/** A plain member of `w` with a key of their own, to act upon. */
+async function newMember(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'target' | 'targetKeyId'>> {
+  const target = await makeUser(s, w.id);
+  await s.store.db.insertInto('members').values({ workspace_id: w.id, user_id: target.id, role: 'member', joined_at: new Date().toISOString() }).execute();
+  return { target, targetKeyId: target.keyId };
+}
+
+async function newInvitation(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'invitationId'>> {
+  const inv = await s.request<{ id: string }>('POST', `${ws({ w })}/invitations`, { key: w.owner.key, body: { email: `inv-${w.slug}-${spare()}@example.com`, role: 'member' } });
+  return { invitationId: inv.body.data?.id ?? '' };
+}
+
+async function newDomain(s: TestServer, w: TestWorkspace, project: TestProject): Promise<Pick<Fixture, 'domainId'>> {
+  const domain = await s.request<{ id: string }>('POST', `${ws({ w })}/projects/${project.slug}/domains`, { key: w.owner.key, body: { domain: `fixture-${w.slug}-${spare()}.example.com` } });
+  return { domainId: domain.body.data?.id ?? '' };
+}
+
+async function newEnv(s: TestServer, w: TestWorkspace, project: TestProject): Promise<Pick<Fixture, 'envId'>> {
+  const env = await s.request<{ id: string }>('POST', `${ws({ w })}/projects/${project.slug}/env`, { key: w.owner.key, body: { key: `FIXTURE_${spare()}`, value: 'v' } });
+  return { envId: env.body.data?.id ?? '' };
+}
+
+/** A project of `w` with a Git connection. */
+async function newConnected(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'connected' | 'webhookPath'>> {
+  const connected = await makeProject(s, w);
+  const git = await s.request<{ webhook_url: string }>('POST', `${ws({ w })}/projects/${connected.slug}/git`, { key: w.owner.key, body: { repo_full_name: 'acme/connected' } });
+  return { connected, webhookPath: git.body.data?.webhook_url ?? '' };
+}
+
+/** A running deployment of `project`, straight in the store. */
+async function newDeployment(s: TestServer, project: TestProject): Promise<Pick<Fixture, 'deploymentId'>> {
+  const id = s.deps.ids.id();
+  await s.store.db
+    .insertInto('deployments')
+    .values({ id, project_id: project.id, status: 'running', source: 'git', image: null, branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
+    .execute();
+  return { deploymentId: id };
+}
+
+/** Links a GitHub App installation to `w`: the fixture's own, or a made-up one for a row to unlink. */
+async function newInstallation(s: TestServer, w: TestWorkspace, installationId = LINKED_INSTALLATION + 1 + spares++): Promise<Pick<Fixture, 'installationId'>> {
+  await s.store.db.insertInto('github_installations').values({ workspace_id: w.id, installation_id: installationId, account_login: 'acme', linked_by: w.admin.id, created_at: new Date().toISOString() }).execute();
+  return { installationId };
+}
+
+/** A fresh project in place of `project`, for a row that deletes or rewrites it. */
+async function spareProject(s: TestServer, f: Fixture): Promise<Partial<Fixture>> {
+  return { project: await makeProject(s, f.w) };
+}
+
+/** A fresh workspace in place of `w`, with the same members in the same roles, for a row that deletes it. */
+async function spareWorkspace(s: TestServer, f: Fixture): Promise<Partial<Fixture>> {
+  const copy = await makeWorkspace(s);
+  const members = await s.store.db.selectFrom('members').select(['user_id', 'role', 'joined_at']).where('workspace_id', '=', f.w.id).execute();
+  await s.store.db.insertInto('members').values(members.map((m) => ({ ...m, workspace_id: copy.id }))).execute();
+  return { w: { ...f.w, id: copy.id, slug: copy.slug } };
+}
+
+/** One principal's workspace with one of every target. */
+async function fixture(s: TestServer): Promise<Fixture> {
+  const w = await makeWorkspace(s);
+  const lone = await findOrCreateUser(s.deps, s.store.db, `lone-${w.slug}@example.com`);
+  const project = await makeProject(s, w);
+  const connected = await newConnected(s, w);
+  return {
+    w,
+    loneUserId: lone.id,
+    project,
+    ...connected,
+    ...(await newMember(s, w)),
+    ...(await newInvitation(s, w)),
+    ...(await newDomain(s, w, project)),
+    ...(await newEnv(s, w, project)),
+    ...(await newDeployment(s, connected.connected)),
+    ...(await newInstallation(s, w, LINKED_INSTALLATION)),
+  };
 }
 
 describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
@@ -155,48 +245,6 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
     const listed = TABLE.map((r) => `${r.method} ${r.url}`).sort();
     expect(listed).toEqual(registered);
   });
-
-  async function fixture(): Promise<Fixture> {
-    const w = await makeWorkspace(s);
-    const target = await makeUser(s, w.id);
-    await s.store.db.insertInto('members').values({ workspace_id: w.id, user_id: target.id, role: 'member', joined_at: new Date().toISOString() }).execute();
-    const inv = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/invitations`, {
-      key: w.owner.key,
-      body: { email: `inv-${w.slug}@example.com`, role: 'member' },
-    });
-    const lone = await findOrCreateUser(s.deps, s.store.db, `lone-${w.slug}@example.com`);
-    const project = await makeProject(s, w);
-    const domain = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/projects/${project.slug}/domains`, {
-      key: w.owner.key,
-      body: { domain: `fixture-${w.slug}.example.com` },
-    });
-    const env = await s.request<{ id: string }>('POST', `${ws({ w } as Fixture)}/projects/${project.slug}/env`, {
-      key: w.owner.key,
-      body: { key: 'FIXTURE', value: 'v' },
-    });
-    const connected = await makeProject(s, w);
-    const git = await s.request<{ webhook_url: string }>('POST', `${ws({ w } as Fixture)}/projects/${connected.slug}/git`, { key: w.owner.key, body: { repo_full_name: 'acme/connected' } });
-    await s.store.db.insertInto('github_installations').values({ workspace_id: w.id, installation_id: LINKED_INSTALLATION, account_login: 'acme', linked_by: w.admin.id, created_at: new Date().toISOString() }).execute();
-    const deploymentId = s.deps.ids.id();
-    await s.store.db
-      .insertInto('deployments')
-      .values({ id: deploymentId, project_id: connected.id, status: 'running', source: 'git', image: null, branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
-      .execute();
-    return {
-      w,
-      target,
-      targetKeyId: target.keyId,
-      invitationId: inv.body.data?.id ?? '',
-      loneUserId: lone.id,
-      project,
-      domainId: domain.body.data?.id ?? '',
-      envId: env.body.data?.id ?? '',
-      connected,
-      deploymentId,
-      webhookPath: git.body.data?.webhook_url ?? '',
-      installationId: LINKED_INSTALLATION,
-    };
-  }
 
   async function keyOf(p: Principal, f: Fixture): Promise<string | undefined> {
     switch (p) {
@@ -223,17 +271,24 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
     }
   }
 
-  const cases = TABLE.flatMap((row) => PRINCIPALS.map((p) => [`${row.method} ${row.url}`, p, row] as const));
+  // One fixture per principal, built once: every row runs against it.
+  describe.each(PRINCIPALS)('%s', (p) => {
+    let shared: Fixture;
+    let key: string | undefined;
+    beforeAll(async () => {
+      shared = await fixture(s);
+      key = await keyOf(p, shared);
+    });
 
-  it.each(cases)('%s as %s', async (_name, p, row) => {
-    const f = await fixture();
-    const key = await keyOf(p, f);
-    const body = row.body?.(f);
-    const r = await s.request(row.method, row.path(f), { key, ...(body === undefined ? {} : { body }) });
-    expect(r.status, r.text).toBe(expected(row, p));
-    if (row.url !== '/metrics' && row.url !== '/api/openapi.json') {
-      expect(typeof r.body.success).toBe('boolean');
-      if (r.status >= 400) expect(r.body.error).toEqual(expect.any(String));
-    }
+    it.each(TABLE.map((row) => [`${row.method} ${row.url}`, row] as const))(`%s as ${p}`, async (_name, row) => {
+      const f = row.fresh === undefined ? shared : { ...shared, ...(await row.fresh(s, shared)) };
+      const body = row.body?.(f);
+      const r = await s.request(row.method, row.path(f), { key, ...(body === undefined ? {} : { body }) });
+      expect(r.status, r.text).toBe(expected(row, p));
+      if (row.url !== '/metrics' && row.url !== '/api/openapi.json') {
+        expect(typeof r.body.success).toBe('boolean');
+        if (r.status >= 400) expect(r.body.error).toEqual(expect.any(String));
+      }
+    });
   });
 });

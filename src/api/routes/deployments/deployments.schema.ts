@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../../domain/deployment.js';
 import { authErrors, Envelope, ProjectParams, QueryInteger, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -7,8 +8,8 @@ export const Deployment = Type.Object(
   {
     id: Type.String(),
     project_id: Type.String(),
-    status: StringEnum(['queued', 'building', 'deploying', 'running', 'failed', 'superseded', 'stopped'] as const),
-    source: StringEnum(['git', 'redeploy', 'rollback', 'template'] as const),
+    status: StringEnum(DEPLOYMENT_STATUSES),
+    source: StringEnum(DEPLOYMENT_SOURCES),
     image: Nullable(Type.String()),
     branch: Nullable(Type.String()),
     commit_sha: Nullable(Type.String()),

@@ -1,9 +1,7 @@
 import { Type } from 'typebox';
+import { PROJECT_STATUSES } from '../../../domain/project.js';
 import { DECIMAL_PATTERN } from '../../../projects/resources.js';
 import { authErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
-
-export const PROJECT_STATUSES = ['pending', 'building', 'deploying', 'running', 'stopped', 'failed', 'crashed', 'suspended'] as const;
-
 
 const Decimal = (what: string, example: string) =>
   Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { UPTIME_STATUSES } from '../../../domain/uptime.js';
 import { authErrors, Email, Envelope, ProjectParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -11,7 +12,7 @@ export const UptimeMonitor = Type.Object(
     check_url: Type.String({ description: "Read-only: the project's default URL + check_path." }),
     chat_webhook_url: Nullable(Type.String({ description: 'Slack/Discord-compatible incoming webhook; stored encrypted.' })),
     notify_email: Nullable(Type.String()),
-    status: StringEnum(['unknown', 'up', 'down', 'paused'] as const, { description: 'Read-only.' }),
+    status: StringEnum(UPTIME_STATUSES, { description: 'Read-only.' }),
     last_checked_at: Nullable(Timestamp),
     last_response_ms: Nullable(Type.Integer()),
   },

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
-import { ACTIVE, projectStatusOf } from '../domain/deployment.js';
-import type { DB, DeploymentRow, DeploymentStatus, ProjectStatus } from '../store/schema.js';
+import { ACTIVE, FINAL, projectStatusOf, type DeploymentStatus } from '../domain/deployment.js';
+import type { ProjectStatus } from '../domain/project.js';
+import type { DB, DeploymentRow } from '../store/schema.js';
 
 /**
  * Recompute a project's status from its deployments (docs/decisions.md#project-status) and
@@ -27,7 +28,7 @@ export async function refreshProjectStatus(db: Kysely<DB>, projectId: string, no
     .selectFrom('deployments')
     .select('status')
     .where('project_id', '=', projectId)
-    .where('status', 'in', ['failed', 'superseded', 'stopped'])
+    .where('status', 'in', FINAL)
     .orderBy('finished_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)

@@ -1,0 +1,25 @@
+/**
+ * What a project shows (docs/decisions.md#project-status): derived from its deployments, except
+ * `crashed` (set by the reconciler) and `suspended` (set by billing).
+ */
+export const PROJECT_STATUSES = ['pending', 'building', 'deploying', 'running', 'stopped', 'failed', 'crashed', 'suspended'] as const;
+export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+
+/** A project as the store keeps it. */
+export interface ProjectRecord {
+  id: string;
+  workspace_id: string;
+  name: string;
+  slug: string;
+  port: number;
+  replicas: number;
+  /** vCPU as a decimal string, e.g. "0.5" */
+  cpu: string;
+  /** GiB as a decimal string, e.g. "0.5" */
+  ram: string;
+  status: ProjectStatus;
+  created_at: string;
+  updated_at: string;
+  /** the default host is `<host_label>.<apps domain>`; unique platform-wide (`<project>-<workspace>` when the project was made) */
+  host_label: string;
+}
