@@ -2,7 +2,8 @@ import { Command, Option } from 'commander';
 import { createUser, CliError } from './cli/admin.js';
 import { linkInstallation } from './cli/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
-import { StartError, startServer, VERSION } from './server.js';
+import { StartError } from './create-deps.js';
+import { startServer, VERSION } from './server.js';
 
 const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 

@@ -1,5 +1,5 @@
 import { systemClock } from '../domain/clock.js';
-import { createDeps } from '../server.js';
+import { createDeps } from '../create-deps.js';
 import { isRole, type Role } from '../domain/roles.js';
 import type { Config } from '../config.js';
 import { createStore } from '../store/db.js';

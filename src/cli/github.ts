@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { GitHubAppError } from '../build/github-app.js';
 import { iso, systemClock } from '../domain/clock.js';
-import { createDeps } from '../server.js';
+import { createDeps } from '../create-deps.js';
 import { createStore } from '../store/db.js';
 import { CliError } from './admin.js';
 

@@ -71,6 +71,16 @@ describe('architecture of src/', () => {
     expect(cyclesBetween(g, 'deploy', 'projects')).toEqual([]);
   });
 
+  it('slipway admin loads neither the server, the API nor the deploy engine', () => {
+    const g = graph();
+    const heavy = ['server.ts', 'api/app.ts', 'deploy/orchestrator.ts'].map((p) => join(SRC, p));
+    const loaded = ['cli/admin.ts', 'cli/github.ts'].flatMap((cli) => {
+      const paths = reach(g, join(SRC, cli));
+      return heavy.flatMap((h) => (paths.has(h) ? [(paths.get(h) ?? []).map(rel).join(' -> ')] : []));
+    });
+    expect(loaded).toEqual([]);
+  });
+
   it('the cycle check sees a cycle through a third area', () => {
     const f = (p: string) => join(SRC, p);
     const g = new Map([

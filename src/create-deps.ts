@@ -1,0 +1,78 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { GitHubApp } from './build/index.js';
+import type { Config } from './config.js';
+import type { Deps } from './deps.js';
+import { idSource, systemClock, systemRandom } from './domain/clock.js';
+import type { GitHubIntegration } from './github/installations.js';
+import { GitHubOAuth } from './github/oauth.js';
+import { createSmtpMailer } from './notify/mailer.js';
+import { loadOrCreateSecretKey } from './secret-key.js';
+import { SecretBox } from './secrets/secret-box.js';
+import type { Store } from './store/db.js';
+
+// What `slipway serve` and `slipway admin` share: the dependencies of every service, made from
+// the configuration and an open store. Kept apart from server.ts so that the admin commands load
+// neither the API nor the deploy engine.
+
+/** A start that failed for a reason the operator can fix (reported without a stack trace). */
+export class StartError extends Error {}
+
+/**
+ * A store that holds sealed values must never get a fresh key: that would make every secret
+ * unreadable without a word. Refuse to start instead, naming the file to restore.
+ */
+async function guardSecretKey(config: Config, store: Store): Promise<void> {
+  if (existsSync(config.secretKeyFile)) return;
+  const { db } = store;
+  const sealedEnv = await db.selectFrom('env_vars').select('id').where('is_secret', '=', 1).limit(1).executeTakeFirst();
+  const sealedHook = await db.selectFrom('uptime_monitors').select('project_id').where('chat_webhook_url', 'is not', null).limit(1).executeTakeFirst();
+  const sealedGitHook = await db.selectFrom('git_connections').select('project_id').where('webhook_secret', 'is not', null).limit(1).executeTakeFirst();
+  if (sealedEnv !== undefined || sealedHook !== undefined || sealedGitHook !== undefined) {
+    throw new StartError(
+      `the secret key file ${config.secretKeyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.`,
+    );
+  }
+}
+
+/** Every service's dependencies, from the configuration and an open store. */
+export async function createDeps(config: Config, store: Store): Promise<Deps> {
+  await guardSecretKey(config, store);
+  const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
+  return {
+    store,
+    clock: systemClock,
+    random: systemRandom,
+    ids: idSource(systemClock, systemRandom),
+    secrets,
+    platform: {
+      appsDomain: config.appsDomain,
+      routerPort: config.routerListen.port,
+      startingCredit: config.startingCredit,
+      limits: config.limits,
+      currency: config.currency,
+      domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
+      publicUrl: config.publicUrl,
+      invitationTokenInResponse: config.invitationTokenInResponse,
+    },
+    ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
+    ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
+  };
+}
+
+/** The GitHub App of `--github-app-*`: installation tokens, and (with the client id and secret) the link flow. */
+function createGitHub(c: NonNullable<Config['githubApp']>): GitHubIntegration {
+  let privateKey: string;
+  try {
+    privateKey = readFileSync(c.privateKeyFile, 'utf8');
+  } catch (err) {
+    throw new StartError(`the GitHub App private key file ${c.privateKeyFile} (--github-app-private-key-file) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+  }
+  let app: GitHubApp;
+  try {
+    app = new GitHubApp({ appId: c.id, privateKey, apiUrl: c.apiUrl });
+  } catch (err) {
+    throw new StartError(err instanceof Error ? err.message : String(err));
+  }
+  const oauth = c.clientId === '' ? null : new GitHubOAuth({ clientId: c.clientId, clientSecret: c.clientSecret, webUrl: c.webUrl, apiUrl: c.apiUrl });
+  return { app, oauth };
+}
