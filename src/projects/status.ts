@@ -11,34 +11,35 @@ import type { DB, DeploymentRow } from '../store/schema.js';
 export async function refreshProjectStatus(db: Kysely<DB>, projectId: string, now: string): Promise<ProjectStatus> {
   // Each fact by its own query, so that no number of newer deployments (a run of failed
   // deploys) hides the one that is serving or in progress.
-  const newestActive = await db
-    .selectFrom('deployments')
-    .select('status')
-    .where('project_id', '=', projectId)
-    .where('status', 'in', ACTIVE)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  const active = newestActive?.status ?? null;
+  const active = await newestStatus(db, projectId, ACTIVE, 'created_at');
   const running = await db.selectFrom('deployments').select('id').where('project_id', '=', projectId).where('status', '=', 'running').limit(1).executeTakeFirst();
   const serving = running !== undefined;
   // The deployment that ended last decides (a stop after a failed deploy means `stopped`).
-  const ended = await db
-    .selectFrom('deployments')
-    .select('status')
-    .where('project_id', '=', projectId)
-    .where('status', 'in', FINAL)
-    .orderBy('finished_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  const lastFinal: DeploymentStatus | null = ended?.status ?? null;
+  const lastFinal = await newestStatus(db, projectId, FINAL, 'finished_at');
   const current = await db.selectFrom('projects').select('status').where('id', '=', projectId).executeTakeFirst();
   // `crashed` and `suspended` are set by the reconciler and billing; a serving deployment keeps them.
   const status = serving && (current?.status === 'crashed' || current?.status === 'suspended') && active === null ? current.status : projectStatusOf(active, serving, lastFinal);
   await db.updateTable('projects').set({ status, updated_at: now }).where('id', '=', projectId).execute();
   return status;
+}
+
+/** The status of the project's newest deployment (by `order`) among `statuses`, or null. */
+async function newestStatus(
+  db: Kysely<DB>,
+  projectId: string,
+  statuses: readonly DeploymentStatus[],
+  order: 'created_at' | 'finished_at',
+): Promise<DeploymentStatus | null> {
+  const row = await db
+    .selectFrom('deployments')
+    .select('status')
+    .where('project_id', '=', projectId)
+    .where('status', 'in', statuses)
+    .orderBy(order, 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.status ?? null;
 }
 
 /** The deployment a project serves: its newest `running` one (two overlap only during a switch). */
