@@ -1,12 +1,10 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openWallet } from './billing/wallet.service.js';
-import { iso } from './domain/clock.js';
 import { isUniqueViolation } from './store/dialects.js';
 import { MAX_KEY_DAYS, type ApiKeyService } from './tenancy/api-keys.service.js';
 import type { Deps } from './deps.js';
 import { createNewUser } from './tenancy/users.js';
-import { DEFAULT_SETTINGS } from './tenancy/views.js';
+import { createWorkspace } from './tenancy/workspaces.service.js';
 
 export const BOOTSTRAP_WORKSPACE = 'default';
 
@@ -27,23 +25,15 @@ export async function bootstrap(
   keys: ApiKeyService,
   opts: { adminEmail: string; dataDir: string },
 ): Promise<Bootstrapped | null> {
-  const any = await deps.store.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
-  if (any !== undefined) return null;
+  if (await deps.store.repos.users.any()) return null;
   const keyFile = join(opts.dataDir, 'bootstrap-key');
   let key: string;
   try {
-    key = await deps.store.db.transaction().execute(async (trx) => {
+    key = await deps.store.transaction(async (tx) => {
       // Strictly new: a user that appeared meanwhile (another replica) is never handed this key.
-      const user = await createNewUser(deps, trx, opts.adminEmail, 'Admin');
-      const now = iso(deps.clock.now());
-      const workspaceId = deps.ids.id();
-      await trx
-        .insertInto('workspaces')
-        .values({ id: workspaceId, name: 'Default', slug: BOOTSTRAP_WORKSPACE, settings: JSON.stringify(DEFAULT_SETTINGS), created_at: now, updated_at: now })
-        .execute();
-      await trx.insertInto('members').values({ workspace_id: workspaceId, user_id: user.id, role: 'owner', joined_at: now }).execute();
-      await openWallet(deps, trx, workspaceId);
-      const created = await keys.issue(trx, { userId: user.id, workspaceId, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
+      const user = await createNewUser(deps, tx, opts.adminEmail, 'Admin');
+      const workspace = await createWorkspace(deps, tx, { name: 'Default', slug: BOOTSTRAP_WORKSPACE, ownerId: user.id, countedFor: null });
+      const created = await keys.issue(tx, { userId: user.id, workspaceId: workspace.id, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
       // Written before the commit: a crash in between leaves a stale file that the next first
       // start overwrites, never a committed owner whose key exists nowhere.
       mkdirSync(opts.dataDir, { recursive: true });

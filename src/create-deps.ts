@@ -23,11 +23,7 @@ export class StartError extends Error {}
  */
 async function guardSecretKey(config: Config, store: Store): Promise<void> {
   if (existsSync(config.secretKeyFile)) return;
-  const { db } = store;
-  const sealedEnv = await db.selectFrom('env_vars').select('id').where('is_secret', '=', 1).limit(1).executeTakeFirst();
-  const sealedHook = await db.selectFrom('uptime_monitors').select('project_id').where('chat_webhook_url', 'is not', null).limit(1).executeTakeFirst();
-  const sealedGitHook = await db.selectFrom('git_connections').select('project_id').where('webhook_secret', 'is not', null).limit(1).executeTakeFirst();
-  if (sealedEnv !== undefined || sealedHook !== undefined || sealedGitHook !== undefined) {
+  if (await store.repos.meta.holdsSealedValues()) {
     throw new StartError(
       `the secret key file ${config.secretKeyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.`,
     );

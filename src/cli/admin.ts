@@ -24,15 +24,14 @@ export async function createUser(config: Config, input: { email: string; workspa
     const keys = new ApiKeyService(deps);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
-    return await store.db.transaction().execute(async (trx) => {
-      const ws = await trx.selectFrom('workspaces').select('id').where('slug', '=', input.workspace).executeTakeFirst();
+    return await store.transaction(async (tx) => {
+      const ws = await tx.workspaces.bySlug(input.workspace);
       if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
-      const existing = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
-      if (existing !== undefined) throw taken();
+      if ((await tx.users.byEmail(email)) !== undefined) throw taken();
       // Strictly new: a user created meanwhile by another process is never handed this key.
-      const user = await createNewUser(deps, trx, email, input.name);
-      await trx.insertInto('members').values({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(systemClock.now()) }).execute();
-      const key = await keys.issue(trx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
+      const user = await createNewUser(deps, tx, email, input.name);
+      await tx.members.add({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(systemClock.now()) });
+      const key = await keys.issue(tx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
       return { userId: user.id, key: key.key, expiresAt: key.expires_at };
     }).catch((err: unknown) => {
       throw isUniqueViolation(err) ? taken() : err;

@@ -19,7 +19,7 @@ export async function linkInstallation(config: Config, input: { workspace: strin
   try {
     const deps = await createDeps(config, store);
     if (deps.github === undefined) throw new CliError('No GitHub App is configured: set --github-app-id and --github-app-private-key-file.');
-    const ws = await store.db.selectFrom('workspaces').select(['id', 'slug']).where('slug', '=', input.workspace).executeTakeFirst();
+    const ws = await store.repos.workspaces.bySlug(input.workspace);
     if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
     let accountLogin: string;
     try {
@@ -28,11 +28,7 @@ export async function linkInstallation(config: Config, input: { workspace: strin
       if (err instanceof GitHubAppError) throw new CliError(err.message);
       throw err;
     }
-    await store.db
-      .insertInto('github_installations')
-      .values({ workspace_id: ws.id, installation_id: installationId, account_login: accountLogin, linked_by: null, created_at: iso(systemClock.now()) })
-      .onConflict((oc) => oc.columns(['workspace_id', 'installation_id']).doUpdateSet({ account_login: accountLogin }))
-      .execute();
+    await store.repos.installations.linkByOperator(ws.id, installationId, accountLogin, iso(systemClock.now()));
     return { workspace: ws.slug, installationId, accountLogin };
   } finally {
     await store.close();

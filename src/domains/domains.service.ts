@@ -4,7 +4,7 @@ import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js';
 import { resolveProject } from '../projects/resolve.js';
-import { isUniqueViolation, lockClause } from '../store/dialects.js';
+import { isUniqueViolation } from '../store/dialects.js';
 import type { DomainsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
@@ -89,15 +89,8 @@ export class DomainService {
   }
 
   async list(access: Access, projectSlug: string): Promise<DomainView[]> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const rows = await this.deps.store.db
-      .selectFrom('domains')
-      .selectAll()
-      .where('project_id', '=', project.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
-    return rows.map(domainView);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    return (await this.deps.store.repos.domains.list(project.id)).map(domainView);
   }
 
   /**
@@ -109,8 +102,7 @@ export class DomainService {
    */
   async add(access: Access, projectSlug: string, input: { domain: string }): Promise<DomainView> {
     const domain = parseHostName(input.domain, this.deps.platform.appsDomain);
-    const { db, dialect } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const trusted = this.policy.verification === 'off';
     const now = iso(this.deps.clock.now());
     const row: DomainsTable = {
@@ -124,17 +116,16 @@ export class DomainService {
     };
     const inUse = () => conflict(`The domain "${domain}" is already in use on this platform.`);
     try {
-      await db.transaction().execute(async (trx) => {
-        await trx.selectFrom('projects').select('id').where('id', '=', project.id).$if(lockClause(dialect), (q) => q.forUpdate()).execute();
-        const mine = await trx.selectFrom('domains').select(['domain']).where('project_id', '=', project.id).execute();
-        if (mine.some((d) => d.domain === domain)) throw conflict(`The domain "${domain}" is already a domain of this project.`);
+      await this.deps.store.transaction(async (tx) => {
+        await tx.projects.lock(project.id, { noKey: false });
+        const mine = await tx.domains.namesOf(project.id);
+        if (mine.includes(domain)) throw conflict(`The domain "${domain}" is already a domain of this project.`);
         const max = this.policy.maxPerProject;
         if (mine.length >= max) {
           throw conflict(`This project already has ${mine.length.toString()} custom domains, the most this platform allows (${max.toString()}); remove one first.`);
         }
-        const held = await trx.selectFrom('domains').select('id').where('domain', '=', domain).where('verified', '=', 1).executeTakeFirst();
-        if (held !== undefined) throw inUse();
-        await trx.insertInto('domains').values(row).execute();
+        if (await tx.domains.isVerified(domain)) throw inUse();
+        await tx.domains.insert(row);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw inUse();
@@ -150,9 +141,9 @@ export class DomainService {
    * record, verified or still pending; 409 when another project proved the name first.
    */
   async verify(access: Access, projectSlug: string, domainId: string): Promise<DomainView> {
-    const { db } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
-    const row = await db.selectFrom('domains').selectAll().where('id', '=', domainId).where('project_id', '=', project.id).executeTakeFirst();
+    const { repos } = this.deps.store;
+    const project = await resolveProject(repos, access, projectSlug);
+    const row = await repos.domains.find(project.id, domainId);
     if (row === undefined) throw notFound('Domain');
     if (row.verified === 1) return domainView(row);
     const settled = await this.tryVerify(row);
@@ -166,14 +157,9 @@ export class DomainService {
 
   /** One statement, so that of two concurrent removals only one answers the domain. */
   async remove(access: Access, projectSlug: string, domainId: string): Promise<DomainView> {
-    const { db } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
-    const row = await db
-      .deleteFrom('domains')
-      .where('id', '=', domainId)
-      .where('project_id', '=', project.id)
-      .returningAll()
-      .executeTakeFirst();
+    const { repos } = this.deps.store;
+    const project = await resolveProject(repos, access, projectSlug);
+    const row = await repos.domains.remove(project.id, domainId);
     if (row === undefined) throw notFound('Domain');
     if (row.verified === 1) await this.route(project.id);
     return domainView(row);
@@ -205,7 +191,7 @@ export class DomainService {
   }
 
   private async pass(): Promise<void> {
-    const pending = await this.deps.store.db.selectFrom('domains').selectAll().where('verified', '=', 0).orderBy('created_at').orderBy('id').execute();
+    const pending = await this.deps.store.repos.domains.pending();
     const queue = [...pending];
     const worker = async () => {
       for (let row = queue.shift(); row !== undefined; row = queue.shift()) {
@@ -231,22 +217,19 @@ export class DomainService {
   private async markVerified(row: DomainsTable): Promise<DomainsTable> {
     const at = iso(this.deps.clock.now());
     try {
-      const r = await this.deps.store.db.updateTable('domains').set({ verified: 1, verified_at: at }).where('id', '=', row.id).where('verified', '=', 0).executeTakeFirst();
-      return Number(r.numUpdatedRows) > 0 ? { ...row, verified: 1, verified_at: at } : row;
+      return (await this.deps.store.repos.domains.markVerified(row.id, at)) ? { ...row, verified: 1, verified_at: at } : row;
     } catch (err) {
       if (isUniqueViolation(err)) return row;
       throw err;
     }
   }
 
-  private async heldElsewhere(row: DomainsTable): Promise<boolean> {
-    const held = await this.deps.store.db.selectFrom('domains').select('id').where('domain', '=', row.domain).where('verified', '=', 1).where('id', '!=', row.id).executeTakeFirst();
-    return held !== undefined;
+  private heldElsewhere(row: DomainsTable): Promise<boolean> {
+    return this.deps.store.repos.domains.isVerified(row.domain, row.id);
   }
 
-  private async claimedElsewhere(row: DomainsTable): Promise<boolean> {
-    const other = await this.deps.store.db.selectFrom('domains').select('id').where('domain', '=', row.domain).where('project_id', '!=', row.project_id).executeTakeFirst();
-    return other !== undefined;
+  private claimedElsewhere(row: DomainsTable): Promise<boolean> {
+    return this.deps.store.repos.domains.claimedByOther(row.domain, row.project_id);
   }
 
   /**

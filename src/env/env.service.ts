@@ -1,10 +1,10 @@
-import type { Kysely } from 'kysely';
 import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow } from '../projects/resolve.js';
-import { isUniqueViolation, lockClause } from '../store/dialects.js';
-import type { DB, EnvVarsTable } from '../store/schema.js';
+import { isUniqueViolation } from '../store/dialects.js';
+import type { Repositories } from '../store/repositories/index.js';
+import type { EnvVarsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
 
@@ -86,8 +86,8 @@ export class EnvService {
   constructor(private readonly deps: Deps) {}
 
   async list(access: Access, projectSlug: string): Promise<EnvVarView[]> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    return (await this.rowsOf(this.deps.store.db, project.id)).map(envView);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    return (await this.rowsOf(this.deps.store.repos, project.id)).map(envView);
   }
 
   async create(
@@ -97,8 +97,8 @@ export class EnvService {
   ): Promise<EnvVarView> {
     checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
     try {
-      return await this.write(access, projectSlug, async (trx, project) => {
-        await this.checkTotalWith(trx, project.id, { [input.key]: input.value });
+      return await this.write(access, projectSlug, async (tx, project) => {
+        await this.checkTotalWith(tx, project.id, { [input.key]: input.value });
         const now = iso(this.deps.clock.now());
         const secret = input.is_secret ?? false;
         const row: EnvRow = {
@@ -110,7 +110,7 @@ export class EnvService {
           created_at: now,
           updated_at: now,
         };
-        await trx.insertInto('env_vars').values(row).execute();
+        await tx.env.insert(row);
         return envView(row);
       });
     } catch (err) {
@@ -130,8 +130,8 @@ export class EnvService {
     envId: string,
     input: { value?: string | undefined; is_secret?: boolean | undefined },
   ): Promise<EnvVarView> {
-    return this.write(access, projectSlug, async (trx, project) => {
-      const row = await this.find(trx, project.id, envId);
+    return this.write(access, projectSlug, async (tx, project) => {
+      const row = await this.find(tx, project.id, envId);
       if (input.value !== undefined) checkValue('"value"', `"value" of the variable "${row.key}"`, input.value);
       const wasSecret = row.is_secret === 1;
       const secret = input.is_secret ?? wasSecret;
@@ -144,21 +144,21 @@ export class EnvService {
       }
       const value = input.value ?? current ?? '';
       if (value === current && secret === wasSecret) return envView(row);
-      if (value !== current) await this.checkTotalWith(trx, project.id, { [row.key]: value });
+      if (value !== current) await this.checkTotalWith(tx, project.id, { [row.key]: value });
       const patch = {
         value: secret ? this.seal(project.id, row.key, value) : value,
         is_secret: secret ? 1 : 0,
         updated_at: iso(this.deps.clock.now()),
       };
-      await trx.updateTable('env_vars').set(patch).where('id', '=', row.id).execute();
+      await tx.env.update(row.id, patch);
       return envView({ ...row, ...patch });
     });
   }
 
   async remove(access: Access, projectSlug: string, envId: string): Promise<EnvVarView> {
-    return this.write(access, projectSlug, async (trx, project) => {
-      const row = await this.find(trx, project.id, envId);
-      await trx.deleteFrom('env_vars').where('id', '=', row.id).execute();
+    return this.write(access, projectSlug, async (tx, project) => {
+      const row = await this.find(tx, project.id, envId);
+      await tx.env.delete(row.id);
       return envView(row);
     });
   }
@@ -177,8 +177,8 @@ export class EnvService {
     const given = Object.entries(input.variables);
     for (const [key, value] of given) checkValue(`"variables.${key}"`, `"variables.${key}"`, value);
     const merge = input.merge ?? true;
-    return this.write(access, projectSlug, async (trx, project) => {
-      const existing = new Map((await this.rowsOf(trx, project.id)).map((r) => [r.key, r]));
+    return this.write(access, projectSlug, async (tx, project) => {
+      const existing = new Map((await this.rowsOf(tx, project.id)).map((r) => [r.key, r]));
       const after = new Map(merge ? [...existing].map(([key, row]) => [key, this.plaintext(project.id, row) ?? row.value]) : []);
       for (const [key, value] of given) after.set(key, value);
       checkTotal(after);
@@ -193,20 +193,15 @@ export class EnvService {
         }
         if (this.plaintext(project.id, row) === value) continue;
         const stored = row.is_secret === 1 ? this.seal(project.id, key, value) : value;
-        await trx.updateTable('env_vars').set({ value: stored, updated_at: now }).where('id', '=', row.id).execute();
+        await tx.env.update(row.id, { value: stored, updated_at: now });
         counts.updated++;
       }
-      if (inserts.length > 0) await trx.insertInto('env_vars').values(inserts).execute();
+      if (inserts.length > 0) await tx.env.insert(inserts);
       counts.created = inserts.length;
       if (!merge) {
         const named = new Set(given.map(([key]) => key));
         counts.deleted = [...existing.keys()].filter((key) => !named.has(key)).length;
-        if (counts.deleted > 0) {
-          let q = trx.deleteFrom('env_vars').where('project_id', '=', project.id);
-          // `not in ()` is not SQL; with nothing named, everything goes.
-          if (named.size > 0) q = q.where('key', 'not in', [...named]);
-          await q.execute();
-        }
+        if (counts.deleted > 0) await tx.env.deleteAllBut(project.id, [...named]);
       }
       return counts;
     });
@@ -219,7 +214,7 @@ export class EnvService {
    * (stored before the API refused such values).
    */
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
-    const rows = await this.rowsOf(this.deps.store.db, projectId);
+    const rows = await this.rowsOf(this.deps.store.repos, projectId);
     const resolved = Object.fromEntries(
       rows.map((row) => {
         const value = this.plaintext(projectId, row);
@@ -239,38 +234,30 @@ export class EnvService {
    * set no one changes meanwhile. PostgreSQL needs the row lock (NO KEY UPDATE, which does not
    * block inserts elsewhere that reference the project); SQLite runs one writer at a time.
    */
-  private write<T>(access: Access, projectSlug: string, fn: (trx: Kysely<DB>, project: ProjectRow) => Promise<T>): Promise<T> {
-    return this.deps.store.db.transaction().execute(async (trx) => {
-      const project = await resolveProject(trx, access, projectSlug);
-      if (lockClause(this.deps.store.dialect)) {
-        await trx.selectFrom('projects').select('id').where('id', '=', project.id).forNoKeyUpdate().execute();
-      }
-      return fn(trx, project);
+  private write<T>(access: Access, projectSlug: string, fn: (tx: Repositories, project: ProjectRow) => Promise<T>): Promise<T> {
+    return this.deps.store.transaction(async (tx) => {
+      const project = await resolveProject(tx, access, projectSlug);
+      await tx.projects.lock(project.id, { noKey: true });
+      return fn(tx, project);
     });
   }
 
   /** The project's variables with `changes` applied must fit in a container request (400 otherwise). */
-  private async checkTotalWith(db: Kysely<DB>, projectId: string, changes: Readonly<Record<string, string>>): Promise<void> {
+  private async checkTotalWith(repos: Repositories, projectId: string, changes: Readonly<Record<string, string>>): Promise<void> {
     const vars = new Map<string, string>();
     // a secret this key cannot open counts as its sealed length, an upper bound of its plaintext
-    for (const row of await this.rowsOf(db, projectId)) vars.set(row.key, this.plaintext(projectId, row) ?? row.value);
+    for (const row of await this.rowsOf(repos, projectId)) vars.set(row.key, this.plaintext(projectId, row) ?? row.value);
     for (const [key, value] of Object.entries(changes)) vars.set(key, value);
     checkTotal(vars);
   }
 
-  private async rowsOf(db: Kysely<DB>, projectId: string): Promise<EnvRow[]> {
-    const rows = await db.selectFrom('env_vars').selectAll().where('project_id', '=', projectId).execute();
-    return rows.sort(byKey);
+  private async rowsOf(repos: Repositories, projectId: string): Promise<EnvRow[]> {
+    return (await repos.env.list(projectId)).sort(byKey);
   }
 
   /** The variable `envId` of this project, or 404: an id of another project is not found here. */
-  private async find(db: Kysely<DB>, projectId: string, envId: string): Promise<EnvRow> {
-    const row = await db
-      .selectFrom('env_vars')
-      .selectAll()
-      .where('id', '=', envId)
-      .where('project_id', '=', projectId)
-      .executeTakeFirst();
+  private async find(repos: Repositories, projectId: string, envId: string): Promise<EnvRow> {
+    const row = await repos.env.find(projectId, envId);
     if (row === undefined) throw notFound('Environment variable');
     return row;
   }

@@ -7,13 +7,15 @@
 // proves nothing: anyone can type one (GitHub's docs warn of this).
 // https://docs.github.com/en/apps/creating-github-apps/registering-a-github-app/about-the-setup-url
 import { timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import { Kysely } from 'kysely';
 import { GitHubAppError, type GitHubApp } from '../build/github-app.js';
 import { iso } from '../domain/clock.js';
 import { AppError, forbidden, invalid, notFound } from '../domain/errors.js';
 import { atLeast, isRole } from '../domain/roles.js';
 import type { Deps } from '../deps.js';
 import { toNumber } from '../store/dialects.js';
+import { installationLinked } from '../store/repositories/installations.js';
+import type { Repositories } from '../store/repositories/index.js';
 import type { DB, GitHubInstallationsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import type { GitHubOAuth } from './oauth.js';
@@ -82,12 +84,10 @@ export class GitHubInstallationService {
       // the App's settings or GitHub, never the caller's doing
       throw err instanceof GitHubAppError ? new AppError('UNAVAILABLE', err.message) : err;
     });
-    const { db } = this.deps.store;
     const now = this.deps.clock.now();
     const expires = new Date(now.getTime() + STATE_TTL_MS);
     const nonce = this.deps.random.bytes(18).toString('base64url');
-    await db.deleteFrom('github_link_states').where('expires_at', '<', iso(now)).execute();
-    await db.insertInto('github_link_states').values({ nonce, workspace_id: access.workspace.id, user_id: access.caller.user.id, expires_at: iso(expires) }).execute();
+    await this.deps.store.repos.installations.addState({ nonce, workspace_id: access.workspace.id, user_id: access.caller.user.id, expires_at: iso(expires) }, iso(now));
     const state = this.sign({ w: access.workspace.id, u: access.caller.user.id, n: nonce, e: expires.getTime() });
     return { install_url: `${info.htmlUrl}/installations/new?state=${encodeURIComponent(state)}`, state, expires_at: iso(expires) };
   }
@@ -103,7 +103,7 @@ export class GitHubInstallationService {
     if (q.state === undefined || q.state === '') throw invalid(`The state parameter is missing: ${START_AGAIN}, and install the app from the URL it answers.`);
     const state = this.verify(q.state);
     if (state === null) throw invalid(`The state is not one this Slipway issued (it is malformed or was altered); ${START_AGAIN}.`);
-    const { db } = this.deps.store;
+    const { repos } = this.deps.store;
     const now = this.deps.clock.now();
     if (state.e <= now.getTime()) throw invalid(`This link has expired (a state is good for one hour); ${START_AGAIN}.`);
     if (q.setup_action === 'request') {
@@ -117,17 +117,10 @@ export class GitHubInstallationService {
       throw invalid('GitHub sent no code, so control of the installation cannot be proven: the GitHub App must have "Request user authorization (OAuth) during installation" turned on.');
     }
     // Single use: the row is removed by the one request that gets to delete it.
-    const consumed = await db.deleteFrom('github_link_states').where('nonce', '=', state.n).where('workspace_id', '=', state.w).where('user_id', '=', state.u).executeTakeFirst();
-    if (Number(consumed.numDeletedRows) !== 1) {
+    if (!(await repos.installations.consumeState({ nonce: state.n, workspace_id: state.w, user_id: state.u }))) {
       throw invalid(`This link has already been used (or its workspace was deleted); ${START_AGAIN}.`);
     }
-    const membership = await db
-      .selectFrom('members')
-      .innerJoin('workspaces', 'workspaces.id', 'members.workspace_id')
-      .select(['members.role', 'workspaces.slug'])
-      .where('members.workspace_id', '=', state.w)
-      .where('members.user_id', '=', state.u)
-      .executeTakeFirst();
+    const membership = await repos.members.access(state.w, state.u);
     if (membership === undefined) throw notFound('Workspace');
     if (!isRole(membership.role) || !atLeast(membership.role, 'admin')) {
       throw forbidden('The user who started this link is no longer an admin or owner of the workspace.');
@@ -146,26 +139,23 @@ export class GitHubInstallationService {
     }
 
     const row: GitHubInstallationsTable = { workspace_id: state.w, installation_id: installationId, account_login: accountLogin, linked_by: state.u, created_at: iso(now) };
-    await db
-      .insertInto('github_installations')
-      .values(row)
-      .onConflict((oc) => oc.columns(['workspace_id', 'installation_id']).doUpdateSet({ account_login: accountLogin, linked_by: state.u }))
-      .execute();
-    const stored = await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', state.w).where('installation_id', '=', installationId).executeTakeFirstOrThrow();
-    return { workspace: membership.slug, ...view(stored) };
+    await repos.installations.link(row);
+    const stored = await repos.installations.find(state.w, installationId);
+    if (stored === undefined) throw new Error(`installation ${String(installationId)} not found after linking it`);
+    return { workspace: membership.workspace.slug, ...view(stored) };
   }
 
   async list(access: Access): Promise<InstallationView[]> {
-    const rows = await this.deps.store.db.selectFrom('github_installations').selectAll().where('workspace_id', '=', access.workspace.id).orderBy('created_at').orderBy('installation_id').execute();
+    const rows = await this.deps.store.repos.installations.list(access.workspace.id);
     return rows.map(view);
   }
 
   /** Unlinks; later builds of connections that name the installation fail without cloning. */
   async unlink(access: Access, installationId: number): Promise<InstallationView> {
-    const { db } = this.deps.store;
-    const row = await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', access.workspace.id).where('installation_id', '=', installationId).executeTakeFirst();
+    const { installations } = this.deps.store.repos;
+    const row = await installations.find(access.workspace.id, installationId);
     if (row === undefined) throw notFound('GitHub App installation');
-    await db.deleteFrom('github_installations').where('workspace_id', '=', access.workspace.id).where('installation_id', '=', installationId).execute();
+    await installations.unlink(access.workspace.id, installationId);
     return view(row);
   }
 
@@ -203,7 +193,7 @@ export async function checkConnectionInstallation(
   checkCoverage: boolean,
 ): Promise<void> {
   if (installationId === 0) return;
-  if (!(await isLinked(deps.store.db, access.workspace.id, installationId))) {
+  if (!(await isLinked(deps.store.repos, access.workspace.id, installationId))) {
     throw forbidden(
       `GitHub App installation ${String(installationId)} is not linked to this workspace; an admin links it with POST /api/workspaces/${access.workspace.slug}/github/installations/link.`,
     );
@@ -221,9 +211,9 @@ export async function checkConnectionInstallation(
   }
 }
 
-export async function isLinked(db: Kysely<DB>, workspaceId: string, installationId: number): Promise<boolean> {
-  const row = await db.selectFrom('github_installations').select('installation_id').where('workspace_id', '=', workspaceId).where('installation_id', '=', installationId).executeTakeFirst();
-  return row !== undefined;
+/** `from`: the repositories; src/deploy still passes a bare Kysely handle. */
+export function isLinked(from: Pick<Repositories, 'installations'> | Kysely<DB>, workspaceId: string, installationId: number): Promise<boolean> {
+  return from instanceof Kysely ? installationLinked(from, workspaceId, installationId) : from.installations.isLinked(workspaceId, installationId);
 }
 
 /**
@@ -233,14 +223,14 @@ export async function isLinked(db: Kysely<DB>, workspaceId: string, installation
  * before anything is cloned.
  */
 export async function cloneTokenFor(
-  db: Kysely<DB>,
+  from: Pick<Repositories, 'installations'> | Kysely<DB>,
   app: GitHubApp | undefined,
   conn: { workspaceId: string; installationId: number; repoFullName: string },
   signal?: AbortSignal,
 ): Promise<string | undefined> {
   const { installationId, repoFullName } = conn;
   if (installationId === 0) return undefined;
-  if (!(await isLinked(db, conn.workspaceId, installationId))) {
+  if (!(await isLinked(from, conn.workspaceId, installationId))) {
     throw new Error(`GitHub App installation ${String(installationId)} is no longer linked to this workspace, so ${repoFullName} was not fetched; link it again or change the Git connection's installation_id.`);
   }
   if (app === undefined) throw new Error(`No GitHub App is configured on this Slipway, so installation ${String(installationId)} cannot fetch ${repoFullName}.`);

@@ -50,7 +50,7 @@ export class GitService {
   constructor(private readonly deps: Deps) {}
 
   async connect(access: Access, projectSlug: string, input: GitInput): Promise<NewGitView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     // an installation of this workspace's only, covering the repository (item 3 of issue 9)
     await checkConnectionInstallation(this.deps, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
     const now = iso(this.deps.clock.now());
@@ -70,7 +70,7 @@ export class GitService {
       webhook_secret: this.deps.secrets.seal(secret, webhookSecretContext(project.id, webhookId)),
     };
     try {
-      await this.deps.store.db.insertInto('git_connections').values(row).execute();
+      await this.deps.store.repos.gitConnections.insert(row);
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('This project is already connected to a repository; update or remove that connection first.');
       throw err;
@@ -79,9 +79,9 @@ export class GitService {
   }
 
   async update(access: Access, projectSlug: string, patch: GitPatch): Promise<GitView> {
-    const { db } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
-    const row = await db.selectFrom('git_connections').selectAll().where('project_id', '=', project.id).executeTakeFirst();
+    const { repos } = this.deps.store;
+    const project = await resolveProject(repos, access, projectSlug);
+    const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
     const next: GitConnectionsTable = {
       ...row,
@@ -99,16 +99,16 @@ export class GitService {
     await checkConnectionInstallation(this.deps, access, Number(next.installation_id), next.repo_full_name, changesSource);
     // The webhook id and secret are not written back: a rotation meanwhile must stand.
     const { project_id: _id, created_at: _created, webhook_id: _hook, webhook_secret: _secret, ...changes } = next;
-    await db.updateTable('git_connections').set(changes).where('project_id', '=', project.id).execute();
+    await repos.gitConnections.update(project.id, changes);
     return gitView(next, this.deps.platform);
   }
 
   async disconnect(access: Access, projectSlug: string): Promise<GitView> {
-    const { db } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
-    const row = await db.selectFrom('git_connections').selectAll().where('project_id', '=', project.id).executeTakeFirst();
+    const { repos } = this.deps.store;
+    const project = await resolveProject(repos, access, projectSlug);
+    const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
-    await db.deleteFrom('git_connections').where('project_id', '=', project.id).execute();
+    await repos.gitConnections.delete(project.id);
     return gitView(row, this.deps.platform);
   }
 
@@ -118,18 +118,14 @@ export class GitService {
    * id, if it somehow has none) here.
    */
   async rotateWebhookSecret(access: Access, projectSlug: string): Promise<WebhookSecretView> {
-    const { db } = this.deps.store;
-    const project = await resolveProject(db, access, projectSlug);
-    const row = await db.selectFrom('git_connections').select(['webhook_id']).where('project_id', '=', project.id).executeTakeFirst();
+    const { repos } = this.deps.store;
+    const project = await resolveProject(repos, access, projectSlug);
+    const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
     const webhookId = row.webhook_id ?? this.deps.random.bytes(16).toString('hex');
     const secret = this.newWebhookSecret();
-    const updated = await db
-      .updateTable('git_connections')
-      .set({ webhook_id: webhookId, webhook_secret: this.deps.secrets.seal(secret, webhookSecretContext(project.id, webhookId)), updated_at: iso(this.deps.clock.now()) })
-      .where('project_id', '=', project.id)
-      .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) throw notFound('Git connection');
+    const sealedSecret = this.deps.secrets.seal(secret, webhookSecretContext(project.id, webhookId));
+    if (!(await repos.gitConnections.setWebhook(project.id, { id: webhookId, sealedSecret, at: iso(this.deps.clock.now()) }))) throw notFound('Git connection');
     return { webhook_url: webhookUrl(webhookId, this.deps.platform) ?? '', webhook_secret: secret };
   }
 
@@ -139,7 +135,7 @@ export class GitService {
    * this installation's key cannot open it (`unreadable`).
    */
   async webhookReceiver(webhookId: string): Promise<WebhookReceiver | null> {
-    const row = await this.deps.store.db.selectFrom('git_connections').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
+    const row = await this.deps.store.repos.gitConnections.byWebhookId(webhookId);
     if (row?.webhook_id == null) return null;
     const secret = row.webhook_secret === null ? null : this.deps.secrets.tryOpen(row.webhook_secret, webhookSecretContext(row.project_id, row.webhook_id));
     return {

@@ -73,9 +73,9 @@ export class ProjectService {
     };
     try {
       // `--max-projects-per-workspace`: counted and inserted in one transaction
-      await this.deps.store.db.transaction().execute(async (trx) => {
-        await holdProjectRoom(this.deps, trx, access.workspace.id);
-        await trx.insertInto('projects').values(row).execute();
+      await this.deps.store.transaction(async (tx) => {
+        await holdProjectRoom(this.deps, tx, access.workspace.id);
+        await tx.projects.insert(row);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw await this.takenName(access, row);
@@ -90,28 +90,28 @@ export class ProjectService {
    * names neither the workspace nor the project that holds the host.
    */
   private async takenName(access: Access, row: ProjectsTable): Promise<Error> {
-    const same = await this.deps.store.db.selectFrom('projects').select('id').where('workspace_id', '=', access.workspace.id).where('slug', '=', row.slug).executeTakeFirst();
+    const same = await this.deps.store.repos.projects.inWorkspace(access.workspace.id, row.slug);
     if (same !== undefined) return conflict(`A project with slug "${row.slug}" already exists in this workspace.`);
     return conflict(`The default domain "${defaultDomain(row, this.deps.platform.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
   }
 
   async list(access: Access): Promise<ProjectView[]> {
-    const { db } = this.deps.store;
-    const rows = await db.selectFrom('projects').selectAll().where('workspace_id', '=', access.workspace.id).orderBy('created_at').orderBy('id').execute();
-    const gits = rows.length === 0 ? [] : await db.selectFrom('git_connections').selectAll().where('project_id', 'in', rows.map((r) => r.id)).execute();
+    const { projects, gitConnections } = this.deps.store.repos;
+    const rows = await projects.list(access.workspace.id);
+    const gits = await gitConnections.ofProjects(rows.map((r) => r.id));
     const byProject = new Map(gits.map((g) => [g.project_id, g]));
     return rows.map((r) => projectView(r, access.workspace.slug, this.deps.platform, byProject.get(r.id)));
   }
 
   async get(access: Access, projectSlug: string): Promise<ProjectView> {
-    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     return this.view(access, row);
   }
 
   /** The slug stays when the name changes: it is the project's address in URLs and hosts. */
   async update(access: Access, projectSlug: string, patch: ProjectPatch): Promise<ProjectView> {
     checkSizes(patch);
-    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const next: ProjectsTable = {
       ...row,
       ...(patch.name === undefined ? {} : { name: patch.name }),
@@ -121,19 +121,15 @@ export class ProjectService {
       ...(patch.ram === undefined ? {} : { ram: canonical(patch.ram) }),
       updated_at: iso(this.deps.clock.now()),
     };
-    await this.deps.store.db
-      .updateTable('projects')
-      .set({ name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at })
-      .where('id', '=', row.id)
-      .execute();
+    await this.deps.store.repos.projects.update(row.id, { name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at });
     return this.view(access, next);
   }
 
   /** Env vars, domains, the Git connection, the monitor and deployments cascade from the row. */
   async delete(access: Access, projectSlug: string): Promise<ProjectView> {
-    const row = await resolveProject(this.deps.store.db, access, projectSlug);
+    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const view = await this.view(access, row);
-    await this.deps.store.db.deleteFrom('projects').where('id', '=', row.id).execute();
+    await this.deps.store.repos.projects.delete(row.id);
     // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
     // claimed by another project at once. (Its containers go as orphans in that pass.) A router
     // that refuses the change is logged by the engine, and its reconciler converges.
@@ -143,16 +139,9 @@ export class ProjectService {
 
   /** The status view: the serving deployment's containers and their use, read from the engine. */
   async status(access: Access, projectSlug: string): Promise<StatusView> {
-    const row = await resolveProject(this.deps.store.db, access, projectSlug);
-    const latest = await this.deps.store.db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('project_id', '=', row.id)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    const serving = await servingDeployment(this.deps.store.db, row.id);
+    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const latest = await this.deps.store.repos.deployments.latest(row.id);
+    const serving = await servingDeployment(this.deps.store.repos, row.id);
     const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
     const now = this.deps.clock.now().getTime();
     return {
@@ -171,7 +160,7 @@ export class ProjectService {
   }
 
   private async view(access: Access, row: ProjectsTable): Promise<ProjectView> {
-    const git = await this.deps.store.db.selectFrom('git_connections').selectAll().where('project_id', '=', row.id).executeTakeFirst();
+    const git = await this.deps.store.repos.gitConnections.of(row.id);
     return projectView(row, access.workspace.slug, this.deps.platform, git);
   }
 }

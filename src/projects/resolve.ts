@@ -1,5 +1,7 @@
-import type { Kysely } from 'kysely';
+import { Kysely } from 'kysely';
 import { notFound } from '../domain/errors.js';
+import { projectInWorkspace } from '../store/repositories/projects.js';
+import type { Repositories } from '../store/repositories/index.js';
 import type { DB, ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 
@@ -7,15 +9,11 @@ export type ProjectRow = ProjectsTable;
 
 /**
  * The project `:project_slug` of the caller's workspace, or 404. Every project-scoped service
- * starts here, so a slug or id of another workspace's project is never reachable.
+ * starts here, so a slug or id of another workspace's project is never reachable. `from`: the
+ * repositories (of a transaction, or the store's); src/deploy still passes a bare Kysely handle.
  */
-export async function resolveProject(db: Kysely<DB>, access: Access, projectSlug: string): Promise<ProjectRow> {
-  const row = await db
-    .selectFrom('projects')
-    .selectAll()
-    .where('workspace_id', '=', access.workspace.id)
-    .where('slug', '=', projectSlug)
-    .executeTakeFirst();
+export async function resolveProject(from: Pick<Repositories, 'projects'> | Kysely<DB>, access: Access, projectSlug: string): Promise<ProjectRow> {
+  const row = from instanceof Kysely ? await projectInWorkspace(from, access.workspace.id, projectSlug) : await from.projects.inWorkspace(access.workspace.id, projectSlug);
   if (row === undefined) throw notFound('Project');
   return row;
 }

@@ -5,11 +5,17 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Dialect } from './dialects.js';
 import { migrationProvider } from './migrations/index.js';
+import { repositories, type Repositories } from './repositories/index.js';
 import type { DB } from './schema.js';
 
 export interface Store {
+  /** For src/deploy, which does not use the repositories yet, and for tests of the store itself. */
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;
+  /** Every query outside src/deploy goes through these. */
+  readonly repos: Repositories;
+  /** Runs `fn` in one transaction, with repositories bound to it; a throw rolls everything back. */
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
   /** Where the data lives, without credentials, for logs. */
   readonly description: string;
   ping(): Promise<void>;
@@ -57,8 +63,7 @@ function openSqlite(file: string): Store {
   if (file !== ':memory:') ownerOnly(file);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
   return {
-    db,
-    dialect: 'sqlite',
+    ...withRepositories(db, 'sqlite'),
     description: `sqlite:${file}`,
     ping: async () => {
       await db.selectFrom('users').select('id').limit(1).execute();
@@ -76,13 +81,21 @@ function openPostgres(url: string): Store {
   const safe = new URL(url);
   safe.password = '';
   return {
-    db,
-    dialect: 'postgres',
+    ...withRepositories(db, 'postgres'),
     description: safe.toString(),
     ping: async () => {
       await db.selectFrom('users').select('id').limit(1).execute();
     },
     close: () => db.destroy(),
+  };
+}
+
+function withRepositories(db: Kysely<DB>, dialect: Dialect): Pick<Store, 'db' | 'dialect' | 'repos' | 'transaction'> {
+  return {
+    db,
+    dialect,
+    repos: repositories(db, dialect),
+    transaction: (fn) => db.transaction().execute((trx) => fn(repositories(trx, dialect))),
   };
 }
 
@@ -97,7 +110,6 @@ async function migrate(store: Store, upTo?: string): Promise<void> {
 }
 
 /** This installation's id (made by the migrations, stable for the life of the store). */
-export async function instanceId(store: Store): Promise<string> {
-  const row = await store.db.selectFrom('meta').select('value').where('key', '=', 'instance_id').executeTakeFirstOrThrow();
-  return row.value;
+export function instanceId(store: Store): Promise<string> {
+  return store.repos.meta.instanceId();
 }

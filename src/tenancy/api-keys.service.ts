@@ -1,9 +1,8 @@
-import type { Kysely } from 'kysely';
 import { addDays, iso } from '../domain/clock.js';
 import { forbidden, notFound, unauthorized } from '../domain/errors.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from '../domain/keys.js';
 import { atLeast } from '../domain/roles.js';
-import type { DB } from '../store/schema.js';
+import type { Repositories } from '../store/repositories/index.js';
 import type { Access, Caller } from './context.js';
 import type { Deps } from '../deps.js';
 import { apiKeyView, type ApiKeyView } from './views.js';
@@ -20,9 +19,9 @@ export interface CreatedKey extends ApiKeyView {
 export class ApiKeyService {
   constructor(private readonly deps: Deps) {}
 
-  /** Mint a key for a user, listed under a workspace. Only the digest is stored. */
+  /** Mint a key for a user, listed under a workspace (in `tx`'s transaction, if any). Only the digest is stored. */
   async issue(
-    db: Kysely<DB>,
+    tx: Pick<Repositories, 'apiKeys'>,
     input: { userId: string; workspaceId: string; name: string; expiresInDays: number },
   ): Promise<CreatedKey> {
     const now = this.deps.clock.now();
@@ -39,12 +38,12 @@ export class ApiKeyService {
       last_used_at: null,
       revoked_at: null,
     };
-    await db.insertInto('api_keys').values(row).execute();
+    await tx.apiKeys.insert(row);
     return { ...apiKeyView(row), key };
   }
 
   create(access: Access, input: { name: string; expires_in_days?: number | undefined }): Promise<CreatedKey> {
-    return this.issue(this.deps.store.db, {
+    return this.issue(this.deps.store.repos, {
       userId: access.caller.user.id,
       workspaceId: access.workspace.id,
       name: input.name,
@@ -54,31 +53,18 @@ export class ApiKeyService {
 
   /** Admins and owners see every live key of the workspace; members see their own. */
   async list(access: Access): Promise<ApiKeyView[]> {
-    let q = this.deps.store.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('workspace_id', '=', access.workspace.id)
-      .where('revoked_at', 'is', null)
-      .orderBy('created_at')
-      .orderBy('id');
-    if (!atLeast(access.role, 'admin')) q = q.where('user_id', '=', access.caller.user.id);
-    return (await q.execute()).map(apiKeyView);
+    const own = atLeast(access.role, 'admin') ? undefined : access.caller.user.id;
+    return (await this.deps.store.repos.apiKeys.listLive(access.workspace.id, own)).map(apiKeyView);
   }
 
   async revoke(access: Access, keyId: string): Promise<ApiKeyView> {
-    const { db } = this.deps.store;
-    const row = await db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('id', '=', keyId)
-      .where('workspace_id', '=', access.workspace.id)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
+    const { apiKeys } = this.deps.store.repos;
+    const row = await apiKeys.findLive(access.workspace.id, keyId);
     if (row === undefined) throw notFound('API key');
     if (row.user_id !== access.caller.user.id && !atLeast(access.role, 'admin')) {
       throw forbidden('Only an owner or admin can revoke the API key of another member.');
     }
-    await db.updateTable('api_keys').set({ revoked_at: iso(this.deps.clock.now()) }).where('id', '=', row.id).execute();
+    await apiKeys.revoke(row.id, iso(this.deps.clock.now()));
     return apiKeyView(row);
   }
 
@@ -87,32 +73,16 @@ export class ApiKeyService {
     if (key === undefined || key === '') throw unauthorized('An API key is required in the X-API-Key header.');
     if (!API_KEY_PATTERN.test(key)) throw unauthorized('The API key is not valid.');
     const digest = sha256Hex(key);
-    const row = await this.deps.store.db
-      .selectFrom('api_keys')
-      .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select([
-        'api_keys.id as key_id',
-        'api_keys.key_hash',
-        'api_keys.expires_at',
-        'api_keys.revoked_at',
-        'api_keys.last_used_at',
-        'users.id',
-        'users.email',
-        'users.name',
-        'users.created_at',
-      ])
-      .where('api_keys.key_hash', '=', digest)
-      .executeTakeFirst();
-    if (row === undefined || !digestsEqual(row.key_hash, digest)) throw unauthorized('The API key is not valid.');
+    const { apiKeys } = this.deps.store.repos;
+    const found = await apiKeys.findByDigest(digest);
+    if (found === undefined || !digestsEqual(found.key.key_hash, digest)) throw unauthorized('The API key is not valid.');
+    const { key: row, user } = found;
     if (row.revoked_at !== null) throw unauthorized('The API key has been revoked.');
     const now = this.deps.clock.now();
     if (row.expires_at <= iso(now)) throw unauthorized('The API key has expired.');
     if (row.last_used_at === null || now.getTime() - Date.parse(row.last_used_at) >= LAST_USED_RESOLUTION_MS) {
-      await this.deps.store.db.updateTable('api_keys').set({ last_used_at: iso(now) }).where('id', '=', row.key_id).execute();
+      await apiKeys.touch(row.id, iso(now));
     }
-    return {
-      keyId: row.key_id,
-      user: { id: row.id, email: row.email, name: row.name, created_at: row.created_at },
-    };
+    return { keyId: row.id, user };
   }
 }

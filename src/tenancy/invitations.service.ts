@@ -3,7 +3,7 @@ import { AppError, conflict, forbidden, notFound, unauthorized } from '../domain
 import { INVITATION_TOKEN_PATTERN, newInvitationToken, sha256Hex } from '../domain/keys.js';
 import type { Role } from '../domain/roles.js';
 import { MailSendError, type MailMessage } from '../notify/mailer.js';
-import { isUniqueViolation, lockClause } from '../store/dialects.js';
+import { isUniqueViolation } from '../store/dialects.js';
 import type { ApiKeyService } from './api-keys.service.js';
 import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
 import type { Access, Caller, UserRow, WorkspaceRow } from './context.js';
@@ -66,25 +66,12 @@ export class InvitationService {
       created_at: iso(now),
       accepted_at: null,
     };
-    await this.deps.store.db.transaction().execute(async (trx) => {
-      const member = await trx
-        .selectFrom('members')
-        .innerJoin('users', 'users.id', 'members.user_id')
-        .select('members.user_id')
-        .where('members.workspace_id', '=', access.workspace.id)
-        .where('users.email', '=', email)
-        .executeTakeFirst();
-      if (member !== undefined) throw conflict(`${email} is already a member of this workspace.`);
-      const pending = await trx
-        .selectFrom('invitations')
-        .select('id')
-        .where('workspace_id', '=', access.workspace.id)
-        .where('email', '=', email)
-        .where('status', '=', 'pending')
-        .where('expires_at', '>', iso(now))
-        .executeTakeFirst();
-      if (pending !== undefined) throw conflict(`${email} already has a pending invitation to this workspace.`);
-      await trx.insertInto('invitations').values(row).execute();
+    await this.deps.store.transaction(async (tx) => {
+      if (await tx.members.hasEmail(access.workspace.id, email)) throw conflict(`${email} is already a member of this workspace.`);
+      if (await tx.invitations.hasPending(access.workspace.id, email, iso(now))) {
+        throw conflict(`${email} already has a pending invitation to this workspace.`);
+      }
+      await tx.invitations.insert(row);
     });
     const view = invitationView(row, now);
     if (mailer === undefined) return { ...view, token };
@@ -93,7 +80,7 @@ export class InvitationService {
     try {
       await mailer.send(invitationMail({ to: email, token, role: input.role, workspace: access.workspace, inviter: access.caller.user, expiresAt: row.expires_at, apiUrl: this.deps.platform.publicUrl }));
     } catch (err) {
-      await this.deps.store.db.deleteFrom('invitations').where('id', '=', row.id).execute();
+      await this.deps.store.repos.invitations.delete(row.id);
       if (!(err instanceof MailSendError)) throw err;
       throw new AppError(
         'BAD_GATEWAY',
@@ -104,27 +91,16 @@ export class InvitationService {
   }
 
   async list(access: Access): Promise<InvitationView[]> {
-    const rows = await this.deps.store.db
-      .selectFrom('invitations')
-      .selectAll()
-      .where('workspace_id', '=', access.workspace.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const rows = await this.deps.store.repos.invitations.list(access.workspace.id);
     const now = this.deps.clock.now();
     return rows.map((r) => invitationView(r, now));
   }
 
   async revoke(access: Access, id: string): Promise<InvitationView> {
-    const { db } = this.deps.store;
-    const row = await db
-      .selectFrom('invitations')
-      .selectAll()
-      .where('id', '=', id)
-      .where('workspace_id', '=', access.workspace.id)
-      .executeTakeFirst();
+    const { invitations } = this.deps.store.repos;
+    const row = await invitations.find(access.workspace.id, id);
     if (row === undefined) throw gone();
-    await db.deleteFrom('invitations').where('id', '=', row.id).execute();
+    await invitations.delete(row.id);
     return invitationView(row, this.deps.clock.now());
   }
 
@@ -143,43 +119,23 @@ export class InvitationService {
     const digest = sha256Hex(input.token);
     const now = this.deps.clock.now();
     try {
-      return await this.deps.store.db.transaction().execute(async (trx) => {
-        // Concurrent redemptions of one token queue on its row (PostgreSQL); SQLite runs one
-        // writing transaction at a time anyway.
-        const inv = await trx
-          .selectFrom('invitations')
-          .selectAll()
-          .where('token_hash', '=', digest)
-          .$if(lockClause(this.deps.store.dialect), (q) => q.forUpdate())
-          .executeTakeFirst();
+      return await this.deps.store.transaction(async (tx) => {
+        // Concurrent redemptions of one token queue on its row.
+        const inv = await tx.invitations.lockByDigest(digest);
         if (inv?.status !== 'pending' || inv.expires_at <= iso(now)) throw gone();
-        const workspace = await trx.selectFrom('workspaces').selectAll().where('id', '=', inv.workspace_id).executeTakeFirstOrThrow();
-        const existing = await trx.selectFrom('users').selectAll().where('email', '=', inv.email).executeTakeFirst();
+        const workspace = await tx.workspaces.byId(inv.workspace_id);
+        if (workspace === undefined) throw new Error(`invitation ${inv.id} has no workspace`);
+        const existing = await tx.users.byEmail(inv.email);
         if (existing !== undefined) requireOwnKey(caller, existing);
-        const user = existing ?? (await createNewUser(this.deps, trx, inv.email, input.name));
-        const already = await trx
-          .selectFrom('members')
-          .select('role')
-          .where('workspace_id', '=', inv.workspace_id)
-          .where('user_id', '=', user.id)
-          .executeTakeFirst();
-        if (already !== undefined) throw conflict('You are already a member of this workspace.');
+        const user = existing ?? (await createNewUser(this.deps, tx, inv.email, input.name));
+        if ((await tx.members.find(inv.workspace_id, user.id)) !== undefined) throw conflict('You are already a member of this workspace.');
         // Guarded update: of two concurrent redemptions, only one flips the row.
-        const flipped = await trx
-          .updateTable('invitations')
-          .set({ status: 'accepted', accepted_at: iso(now) })
-          .where('id', '=', inv.id)
-          .where('status', '=', 'pending')
-          .executeTakeFirst();
-        if (flipped.numUpdatedRows !== 1n) throw gone();
-        await trx
-          .insertInto('members')
-          .values({ workspace_id: inv.workspace_id, user_id: user.id, role: inv.role, joined_at: iso(now) })
-          .execute();
+        if (!(await tx.invitations.markAccepted(inv.id, iso(now)))) throw gone();
+        await tx.members.add({ workspace_id: inv.workspace_id, user_id: user.id, role: inv.role, joined_at: iso(now) });
         const joined = { user_id: user.id, workspace: workspaceView(workspace, inv.role), role: inv.role };
         // An existing user keeps the keys they have: none is minted for them.
         if (existing !== undefined) return joined;
-        const key = await this.keys.issue(trx, {
+        const key = await this.keys.issue(tx, {
           userId: user.id,
           workspaceId: inv.workspace_id,
           name: 'invitation',

@@ -1,8 +1,6 @@
-import type { Kysely } from 'kysely';
 import { forbidden } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
-import { lockClause, toNumber } from '../store/dialects.js';
-import type { DB } from '../store/schema.js';
+import type { Repositories } from '../store/repositories/index.js';
 
 /**
  * What one user may make through the API (docs/operations.md "Limits"): every workspace costs
@@ -28,35 +26,25 @@ const limitsOf = (deps: Deps): TenantLimits => ({ ...DEFAULT_TENANT_LIMITS, ...d
  * concurrent creations by one user count one after the other (SQLite has one writer anyway).
  * The caller records the creation in `workspace_creators` in the same transaction.
  */
-export async function holdWorkspaceRoom(deps: Deps, trx: Kysely<DB>, userId: string): Promise<void> {
+export async function holdWorkspaceRoom(deps: Deps, tx: Repositories, userId: string): Promise<void> {
   const max = limitsOf(deps).maxWorkspacesPerUser;
   if (max === 0) return;
-  if (lockClause(deps.store.dialect)) await trx.selectFrom('users').select('id').where('id', '=', userId).forNoKeyUpdate().execute();
-  const { n } = await trx
-    .selectFrom('workspace_creators')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('user_id', '=', userId)
-    .executeTakeFirstOrThrow();
-  if (toNumber(n) >= max) {
+  const n = await tx.workspaces.lockAndCountCreatedBy(userId);
+  if (n >= max) {
     throw forbidden(
-      `You have already created ${toNumber(n).toString()} workspaces, the most a user may create on this installation (--max-workspaces-per-user, SLIPWAY_MAX_WORKSPACES_PER_USER = ${max.toString()}); delete one you no longer need, or ask the operator.`,
+      `You have already created ${n.toString()} workspaces, the most a user may create on this installation (--max-workspaces-per-user, SLIPWAY_MAX_WORKSPACES_PER_USER = ${max.toString()}); delete one you no longer need, or ask the operator.`,
     );
   }
 }
 
 /** Inside the transaction that creates a project: refuses (403) a workspace that holds as many as the limit allows. */
-export async function holdProjectRoom(deps: Deps, trx: Kysely<DB>, workspaceId: string): Promise<void> {
+export async function holdProjectRoom(deps: Deps, tx: Repositories, workspaceId: string): Promise<void> {
   const max = limitsOf(deps).maxProjectsPerWorkspace;
   if (max === 0) return;
-  if (lockClause(deps.store.dialect)) await trx.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forNoKeyUpdate().execute();
-  const { n } = await trx
-    .selectFrom('projects')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirstOrThrow();
-  if (toNumber(n) >= max) {
+  const n = await tx.projects.lockAndCountIn(workspaceId);
+  if (n >= max) {
     throw forbidden(
-      `This workspace already holds ${toNumber(n).toString()} projects, the most a workspace may hold on this installation (--max-projects-per-workspace, SLIPWAY_MAX_PROJECTS_PER_WORKSPACE = ${max.toString()}); delete one you no longer need, or ask the operator.`,
+      `This workspace already holds ${n.toString()} projects, the most a workspace may hold on this installation (--max-projects-per-workspace, SLIPWAY_MAX_PROJECTS_PER_WORKSPACE = ${max.toString()}); delete one you no longer need, or ask the operator.`,
     );
   }
 }

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely';
-import type { DB } from '../store/schema.js';
+import type { Repositories } from '../store/repositories/index.js';
 import { iso } from '../domain/clock.js';
 import type { UserRow } from './context.js';
 import type { Deps } from '../deps.js';
@@ -13,24 +12,22 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
  */
 export async function findOrCreateUser(
   deps: Deps,
-  db: Kysely<DB>,
+  repos: Pick<Repositories, 'users'>,
   email: string,
   name?: string,
 ): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   // Insert-or-nothing, then read: two concurrent creations of one e-mail both end with the same
   // row instead of one failing on the unique index.
-  await db
-    .insertInto('users')
-    .values({
-      id: deps.ids.id(),
-      email: normalized,
-      name: name ?? normalized.split('@')[0] ?? normalized,
-      created_at: iso(deps.clock.now()),
-    })
-    .onConflict((oc) => oc.column('email').doNothing())
-    .execute();
-  return db.selectFrom('users').selectAll().where('email', '=', normalized).executeTakeFirstOrThrow();
+  await repos.users.insertUnlessEmailTaken({
+    id: deps.ids.id(),
+    email: normalized,
+    name: name ?? normalized.split('@')[0] ?? normalized,
+    created_at: iso(deps.clock.now()),
+  });
+  const user = await repos.users.byEmail(normalized);
+  if (user === undefined) throw new Error(`no user ${normalized} after inserting it`);
+  return user;
 }
 
 /**
@@ -38,7 +35,7 @@ export async function findOrCreateUser(
  * account here may be handed its first key, so an address that is taken (even by a concurrent
  * transaction) fails with the store's unique violation instead (isUniqueViolation).
  */
-export async function createNewUser(deps: Deps, db: Kysely<DB>, email: string, name?: string): Promise<UserRow> {
+export async function createNewUser(deps: Deps, repos: Pick<Repositories, 'users'>, email: string, name?: string): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   const row: UserRow = {
     id: deps.ids.id(),
@@ -46,6 +43,6 @@ export async function createNewUser(deps: Deps, db: Kysely<DB>, email: string, n
     name: name ?? normalized.split('@')[0] ?? normalized,
     created_at: iso(deps.clock.now()),
   };
-  await db.insertInto('users').values(row).execute();
+  await repos.users.insert(row);
   return row;
 }

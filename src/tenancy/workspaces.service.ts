@@ -1,12 +1,41 @@
 import { iso } from '../domain/clock.js';
 import { conflict, invalid } from '../domain/errors.js';
 import { RESERVED_WORKSPACE_SLUGS } from '../domain/slug.js';
-import { openWallet } from '../billing/wallet.service.js';
 import { isUniqueViolation } from '../store/dialects.js';
+import type { Repositories } from '../store/repositories/index.js';
 import { holdWorkspaceRoom } from './limits.js';
 import type { Access, Caller, WorkspaceRow } from './context.js';
 import type { Deps } from '../deps.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
+
+/**
+ * A new workspace, with `ownerId` as its owner and a wallet holding the configured starting
+ * credit, inside the caller's transaction. The one way a workspace is made: the API, the
+ * bootstrap and the test fixtures all come here. `countedFor`: the user whose
+ * `--max-workspaces-per-user` counts it (null: the bootstrap, which is not limited).
+ */
+export async function createWorkspace(
+  deps: Deps,
+  tx: Repositories,
+  input: { name: string; slug: string; ownerId: string; countedFor: string | null },
+): Promise<WorkspaceRow> {
+  const now = iso(deps.clock.now());
+  const workspace: WorkspaceRow = {
+    id: deps.ids.id(),
+    name: input.name,
+    slug: input.slug,
+    settings: JSON.stringify(DEFAULT_SETTINGS),
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.workspaces.create({
+    workspace,
+    ownerId: input.ownerId,
+    creatorId: input.countedFor,
+    wallet: { currency: deps.platform.currency, credit: deps.platform.startingCredit, ledgerId: deps.ids.id() },
+  });
+  return workspace;
+}
 
 export class WorkspaceService {
   constructor(private readonly deps: Deps) {}
@@ -20,25 +49,11 @@ export class WorkspaceService {
     if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
       throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
     }
-    const now = iso(this.deps.clock.now());
-    const row: WorkspaceRow = {
-      id: this.deps.ids.id(),
-      name: input.name,
-      slug: input.slug,
-      settings: JSON.stringify(DEFAULT_SETTINGS),
-      created_at: now,
-      updated_at: now,
-    };
+    let row: WorkspaceRow;
     try {
-      await this.deps.store.db.transaction().execute(async (trx) => {
-        await holdWorkspaceRoom(this.deps, trx, caller.user.id);
-        await trx.insertInto('workspaces').values(row).execute();
-        await trx.insertInto('workspace_creators').values({ workspace_id: row.id, user_id: caller.user.id, created_at: now }).execute();
-        await trx
-          .insertInto('members')
-          .values({ workspace_id: row.id, user_id: caller.user.id, role: 'owner', joined_at: now })
-          .execute();
-        await openWallet(this.deps, trx, row.id);
+      row = await this.deps.store.transaction(async (tx) => {
+        await holdWorkspaceRoom(this.deps, tx, caller.user.id);
+        return createWorkspace(this.deps, tx, { name: input.name, slug: input.slug, ownerId: caller.user.id, countedFor: caller.user.id });
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict(`A workspace with slug "${input.slug}" already exists.`);
@@ -48,16 +63,8 @@ export class WorkspaceService {
   }
 
   async list(caller: Caller): Promise<WorkspaceView[]> {
-    const rows = await this.deps.store.db
-      .selectFrom('workspaces')
-      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
-      .selectAll('workspaces')
-      .select('members.role')
-      .where('members.user_id', '=', caller.user.id)
-      .orderBy('workspaces.created_at')
-      .orderBy('workspaces.id')
-      .execute();
-    return rows.map(({ role, ...row }) => workspaceView(row, role));
+    const rows = await this.deps.store.repos.workspaces.ofMember(caller.user.id);
+    return rows.map(({ workspace, role }) => workspaceView(workspace, role));
   }
 
   get(access: Access): WorkspaceView {
@@ -71,7 +78,7 @@ export class WorkspaceService {
       settings: JSON.stringify(settings),
       updated_at: iso(this.deps.clock.now()),
     };
-    await this.deps.store.db.updateTable('workspaces').set(patch).where('id', '=', access.workspace.id).execute();
+    await this.deps.store.repos.workspaces.update(access.workspace.id, patch);
     return workspaceView({ ...access.workspace, ...patch }, access.role);
   }
 
@@ -80,9 +87,7 @@ export class WorkspaceService {
    * API keys (and, through the same foreign keys, every later resource) cascade from this row.
    */
   async delete(access: Access): Promise<WorkspaceView> {
-    await this.deps.store.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('workspaces').where('id', '=', access.workspace.id).execute();
-    });
+    await this.deps.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
     return workspaceView(access.workspace, access.role);
   }
 }

@@ -61,12 +61,8 @@ export class UptimeService {
   constructor(readonly deps: Deps) {}
 
   async get(access: Access, projectSlug: string): Promise<UptimeView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const row = await this.deps.store.db
-      .selectFrom('uptime_monitors')
-      .selectAll()
-      .where('project_id', '=', project.id)
-      .executeTakeFirst();
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const row = await this.deps.store.repos.uptime.find(project.id);
     return this.view(access, project, row ?? { ...UPTIME_DEFAULTS, project_id: project.id, updated_at: project.created_at });
   }
 
@@ -76,7 +72,7 @@ export class UptimeService {
    */
   async update(access: Access, projectSlug: string, input: UptimeInput): Promise<UptimeView> {
     if (typeof input.chat_webhook_url === 'string') checkWebhookUrl(input.chat_webhook_url);
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const now = iso(this.deps.clock.now());
     const patch: Partial<Omit<UptimeMonitorsTable, 'project_id'>> = { updated_at: now };
     if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
@@ -87,12 +83,7 @@ export class UptimeService {
         input.chat_webhook_url === null ? null : this.deps.secrets.seal(input.chat_webhook_url, webhookContext(project.id));
     }
     if (input.notify_email !== undefined) patch.notify_email = input.notify_email;
-    const row = await this.deps.store.db
-      .insertInto('uptime_monitors')
-      .values({ ...UPTIME_DEFAULTS, project_id: project.id, ...patch, updated_at: now })
-      .onConflict((oc) => oc.column('project_id').doUpdateSet(patch))
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const row = await this.deps.store.repos.uptime.upsert({ ...UPTIME_DEFAULTS, project_id: project.id, ...patch, updated_at: now }, patch);
     return this.view(access, project, row);
   }
 

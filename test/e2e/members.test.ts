@@ -20,7 +20,7 @@ describe.each(STORE_KINDS)('members on %s', (kind) => {
 
   const members = (slug: string, key: string) => s.request<Member[]>('GET', `/api/workspaces/${slug}/members`, { key });
   const loneUser = async (email = `lone-${Math.random().toString(36).slice(2)}@example.com`) =>
-    findOrCreateUser(s.deps, s.store.db, email);
+    findOrCreateUser(s.deps, s.store.repos, email);
 
   it('lists members with their e-mail, name, role and join time', async () => {
     const w = await makeWorkspace(s);

@@ -211,7 +211,7 @@ async function spareWorkspace(s: TestServer, f: Fixture): Promise<Partial<Fixtur
 /** One principal's workspace with one of every target. */
 async function fixture(s: TestServer): Promise<Fixture> {
   const w = await makeWorkspace(s);
-  const lone = await findOrCreateUser(s.deps, s.store.db, `lone-${w.slug}@example.com`);
+  const lone = await findOrCreateUser(s.deps, s.store.repos, `lone-${w.slug}@example.com`);
   const project = await makeProject(s, w);
   const connected = await newConnected(s, w);
   return {

@@ -10,8 +10,7 @@ import type { GitHubIntegration } from '../../src/github/installations.js';
 import { SecretBox } from '../../src/secrets/secret-box.js';
 import { randomBytes } from 'node:crypto';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
-import { openWallet } from '../../src/billing/wallet.service.js';
-import { DEFAULT_SETTINGS } from '../../src/tenancy/views.js';
+import { createWorkspace } from '../../src/tenancy/workspaces.service.js';
 import type { RateLimit } from '../../src/api/rate-limit.js';
 import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
 
@@ -145,8 +144,8 @@ const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}`;
 
 /** A user with a live key listed under `workspaceId` (created straight in the store). */
 export async function makeUser(s: TestServer, workspaceId: string, email = `u${unique()}@example.com`): Promise<TestUser> {
-  const user = await findOrCreateUser(s.deps, s.store.db, email);
-  const key = await s.services.apiKeys.issue(s.store.db, { userId: user.id, workspaceId, name: 'test', expiresInDays: 30 });
+  const user = await findOrCreateUser(s.deps, s.store.repos, email);
+  const key = await s.services.apiKeys.issue(s.store.repos, { userId: user.id, workspaceId, name: 'test', expiresInDays: 30 });
   return { id: user.id, email: user.email, key: key.key, keyId: key.id };
 }
 
@@ -160,20 +159,19 @@ export interface TestWorkspace {
 
 /** A workspace with one owner, one admin and one member, each holding a key. */
 export async function makeWorkspace(s: TestServer, slug = `ws-${unique()}`): Promise<TestWorkspace> {
-  const now = iso(s.clock.now());
-  const id = s.deps.ids.id();
-  await s.store.db
-    .insertInto('workspaces')
-    .values({ id, name: slug, slug, settings: JSON.stringify(DEFAULT_SETTINGS), created_at: now, updated_at: now })
-    .execute();
-  await openWallet(s.deps, s.store.db, id);
-  const people: Partial<Record<Role, TestUser>> = {};
-  for (const role of ['owner', 'admin', 'member'] as const) {
+  const { members } = s.store.repos;
+  const ownerRow = await findOrCreateUser(s.deps, s.store.repos, `u${unique()}@example.com`);
+  // not counted against the owner's --max-workspaces-per-user, like the bootstrap's
+  const { id, created_at: now } = await s.store.transaction((tx) => createWorkspace(s.deps, tx, { name: slug, slug, ownerId: ownerRow.id, countedFor: null }));
+  const ownerKey = await s.services.apiKeys.issue(s.store.repos, { userId: ownerRow.id, workspaceId: id, name: 'test', expiresInDays: 30 });
+  const owner: TestUser = { id: ownerRow.id, email: ownerRow.email, key: ownerKey.key, keyId: ownerKey.id };
+  const people: Partial<Record<Exclude<Role, 'owner'>, TestUser>> = {};
+  for (const role of ['admin', 'member'] as const) {
     const u = await makeUser(s, id);
-    await s.store.db.insertInto('members').values({ workspace_id: id, user_id: u.id, role, joined_at: now }).execute();
+    await members.add({ workspace_id: id, user_id: u.id, role, joined_at: now });
     people[role] = u;
   }
-  const { owner, admin, member } = people as Record<Role, TestUser>;
+  const { admin, member } = people as Record<Exclude<Role, 'owner'>, TestUser>;
   return { id, slug, owner, admin, member };
 }
 

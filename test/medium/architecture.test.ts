@@ -1,5 +1,6 @@
 // The shape of src/ (docs/decisions.md): the domain owns the vocabulary and the ports and depends
-// on nothing else of Slipway's; projects/ and deploy/ do not depend on each other both ways.
+// on nothing else of Slipway's; the store only on the domain; projects/ and deploy/ do not depend
+// on each other both ways.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +63,17 @@ describe('architecture of src/', () => {
   it('src/domain imports nothing else from src/', () => {
     const domain = join(SRC, 'domain');
     const outside = sources(domain).flatMap((f) => importsOf(f).filter((to) => !to.startsWith(`${domain}/`)).map((to) => `${rel(f)} -> ${rel(to)}`));
+    expect(outside).toEqual([]);
+  });
+
+  it('src/store imports nothing of Slipway but src/domain: the repositories know no service', () => {
+    const store = join(SRC, 'store');
+    const domain = join(SRC, 'domain');
+    const outside = sources(store).flatMap((f) =>
+      importsOf(f)
+        .filter((to) => !to.startsWith(`${store}/`) && !to.startsWith(`${domain}/`))
+        .map((to) => `${rel(f)} -> ${rel(to)}`),
+    );
     expect(outside).toEqual([]);
   });
 

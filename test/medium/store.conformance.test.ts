@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { createStore, type Store } from '../../src/store/db.js';
 import { isUniqueViolation, toNumber } from '../../src/store/dialects.js';
+import type { ApiKeyRow, Repositories, WorkspaceRow } from '../../src/store/repositories/index.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
 
 /**
- * What the repositories rely on from a store, checked on every backend: a new backend (or a
- * driver upgrade) must pass this file unchanged.
+ * What the repositories rely on from a store, and what they promise, checked on every backend
+ * through `store.repos` and `store.transaction`: a new backend (or a driver upgrade) must pass
+ * this file unchanged.
  */
 describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
   let database: TestDatabase;
@@ -24,16 +26,25 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     await database.drop();
   });
 
-  async function workspace(): Promise<string> {
+  const workspaceRow = (wid: string, slug = wid): WorkspaceRow => ({ id: wid, name: 'W', slug, settings: '{}', created_at: now, updated_at: now });
+  /** A workspace owned by `owner` (a new user when not given), with an empty wallet. */
+  async function workspace(repos: Repositories = store.repos, owner?: string, credit = 0): Promise<string> {
     const wid = id('w');
-    await store.db.insertInto('workspaces').values({ id: wid, name: 'W', slug: wid, settings: '{}', created_at: now, updated_at: now }).execute();
+    await repos.workspaces.create({ workspace: workspaceRow(wid), ownerId: owner ?? (await user(repos)), creatorId: null, wallet: { currency: 'USD', credit, ledgerId: id('l') } });
     return wid;
   }
-  async function user(): Promise<string> {
+  async function user(repos: Repositories = store.repos): Promise<string> {
     const uid = id('u');
-    await store.db.insertInto('users').values({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now }).execute();
+    await repos.users.insert({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now });
     return uid;
   }
+  const keyRow = (uid: string, wid: string, over: Partial<ApiKeyRow> = {}): ApiKeyRow => ({
+    id: id('k'), user_id: uid, workspace_id: wid, name: 'k', key_hash: id('h'), key_prefix: 'p', expires_at: now, created_at: now, last_used_at: null, revoked_at: null, ...over,
+  });
+  const project = (wid: string, slug: string, hostLabel = `${slug}-${wid}`) => ({
+    id: id('p'), workspace_id: wid, name: slug, slug, port: 8080, replicas: 1, cpu: '0.5', ram: '0.5', status: 'pending' as const, created_at: now, updated_at: now, host_label: hostLabel,
+  });
+  const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => null, (e: unknown) => e);
 
   it('reports its dialect', () => {
     expect(store.dialect).toBe(kind);
@@ -61,80 +72,201 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
 
   it('reports unique violations the same way', async () => {
     const wid = await workspace();
-    const err = await store.db
-      .insertInto('workspaces')
-      .values({ id: id('w'), name: 'dup', slug: wid, settings: '{}', created_at: now, updated_at: now })
-      .execute()
-      .then(() => null, (e: unknown) => e);
+    const err = await failure(
+      store.transaction(async (tx) => tx.workspaces.create({ workspace: { ...workspaceRow(id('w'), wid), name: 'dup' }, ownerId: await user(tx), creatorId: null, wallet: { currency: 'USD', credit: 0, ledgerId: id('l') } })),
+    );
     expect(isUniqueViolation(err)).toBe(true);
     expect(isUniqueViolation(new Error('other'))).toBe(false);
   });
 
   it('enforces foreign keys', async () => {
-    const err = await store.db
-      .insertInto('members')
-      .values({ workspace_id: 'missing', user_id: 'missing', role: 'member', joined_at: now })
-      .execute()
-      .then(() => null, (e: unknown) => e);
+    const err = await failure(store.repos.members.add({ workspace_id: 'missing', user_id: 'missing', role: 'member', joined_at: now }));
     expect(err).not.toBeNull();
   });
 
   it('cascades a workspace delete to everything it owns', async () => {
-    const wid = await workspace();
     const uid = await user();
-    await store.db.insertInto('members').values({ workspace_id: wid, user_id: uid, role: 'owner', joined_at: now }).execute();
-    await store.db
-      .insertInto('invitations')
-      .values({ id: id('i'), workspace_id: wid, email: 'x@example.com', role: 'member', token_hash: id('t'), status: 'pending', invited_by: uid, expires_at: now, created_at: now, accepted_at: null })
-      .execute();
-    await store.db
-      .insertInto('api_keys')
-      .values({ id: id('k'), user_id: uid, workspace_id: wid, name: 'k', key_hash: id('h'), key_prefix: 'p', expires_at: now, created_at: now, last_used_at: null, revoked_at: null })
-      .execute();
-    await store.db.deleteFrom('workspaces').where('id', '=', wid).execute();
-    for (const table of ['members', 'invitations', 'api_keys'] as const) {
+    const wid = await workspace(store.repos, uid);
+    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'x@example.com', role: 'member', token_hash: id('t'), status: 'pending', invited_by: uid, expires_at: now, created_at: now, accepted_at: null });
+    await store.repos.apiKeys.insert(keyRow(uid, wid));
+    await store.transaction((tx) => tx.workspaces.delete(wid));
+    expect(await store.repos.members.list(wid)).toEqual([]);
+    expect(await store.repos.invitations.list(wid)).toEqual([]);
+    expect(await store.repos.apiKeys.listLive(wid)).toEqual([]);
+    expect(await store.repos.wallets.get(wid)).toBeUndefined();
+    for (const table of ['members', 'invitations', 'api_keys', 'wallets', 'wallet_transactions'] as const) {
       const left = await store.db.selectFrom(table).select(store.db.fn.countAll<string | number>().as('n')).where('workspace_id', '=', wid).executeTakeFirstOrThrow();
       expect(toNumber(left.n), table).toBe(0);
     }
     // The user outlives the workspace.
-    expect(await store.db.selectFrom('users').select('id').where('id', '=', uid).executeTakeFirst()).toEqual({ id: uid });
+    expect((await store.repos.users.byId(uid))?.id).toBe(uid);
   });
 
   it('rolls a failed transaction back completely', async () => {
-    const wid = id('w');
+    let wid = '';
     await expect(
-      store.db.transaction().execute(async (trx) => {
-        await trx.insertInto('workspaces').values({ id: wid, name: 'T', slug: wid, settings: '{}', created_at: now, updated_at: now }).execute();
+      store.transaction(async (tx) => {
+        wid = await workspace(tx);
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
-    expect(await store.db.selectFrom('workspaces').select('id').where('id', '=', wid).executeTakeFirst()).toBeUndefined();
+    expect(wid).not.toBe('');
+    expect(await store.repos.workspaces.byId(wid)).toBeUndefined();
+    expect(await store.repos.wallets.get(wid)).toBeUndefined();
   });
 
   it('skips an insert on conflict when asked', async () => {
     const uid = await user();
-    await store.db
-      .insertInto('users')
-      .values({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now })
-      .onConflict((oc) => oc.column('email').doNothing())
-      .execute();
-    const rows = await store.db.selectFrom('users').selectAll().where('email', '=', `${uid}@example.com`).execute();
-    expect(rows).toEqual([{ id: uid, email: `${uid}@example.com`, name: uid, created_at: now }]);
+    await store.repos.users.insertUnlessEmailTaken({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now });
+    expect(await store.repos.users.byEmail(`${uid}@example.com`)).toEqual({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now });
+    const err = await failure(store.repos.users.insert({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now }));
+    expect(isUniqueViolation(err)).toBe(true);
   });
 
   it('round-trips text timestamps and null exactly, and orders them as time', async () => {
-    const wid = await workspace();
     const uid = await user();
+    const wid = await workspace(store.repos, uid);
     const times = ['2026-11-21T10:00:00.010Z', '2026-11-21T09:59:59.999Z', '2026-11-21T10:00:00.002Z'];
-    for (const t of times) {
-      await store.db
-        .insertInto('api_keys')
-        .values({ id: id('k'), user_id: uid, workspace_id: wid, name: t, key_hash: id('h'), key_prefix: 'p', expires_at: t, created_at: t, last_used_at: null, revoked_at: null })
-        .execute();
-    }
-    const rows = await store.db.selectFrom('api_keys').select(['created_at', 'last_used_at']).where('workspace_id', '=', wid).orderBy('created_at').execute();
+    for (const t of times) await store.repos.apiKeys.insert(keyRow(uid, wid, { name: t, expires_at: t, created_at: t }));
+    const rows = await store.repos.apiKeys.listLive(wid);
     expect(rows.map((r) => r.created_at)).toEqual([...times].sort());
     expect(rows.every((r) => r.last_used_at === null)).toBe(true);
+  });
+
+  it('creates a workspace with its owner, its wallet and the starting credit as one ledger row', async () => {
+    const uid = await user();
+    const wid = id('w');
+    await store.transaction((tx) => tx.workspaces.create({ workspace: workspaceRow(wid), ownerId: uid, creatorId: uid, wallet: { currency: 'EUR', credit: 500, ledgerId: id('l') } }));
+    expect(await store.repos.members.accessBySlug(wid, uid)).toEqual({ workspace: workspaceRow(wid), role: 'owner' });
+    expect(await store.repos.wallets.get(wid)).toEqual({ balance: 500, currency: 'EUR', alert_threshold: 0 });
+    const ledger = await store.db.selectFrom('wallet_transactions').select(['type', 'amount', 'balance_after']).where('workspace_id', '=', wid).execute();
+    expect(ledger.map((r) => [r.type, toNumber(r.amount), toNumber(r.balance_after)])).toEqual([['adjustment', 500, 500]]);
+    expect(await store.transaction((tx) => tx.workspaces.lockAndCountCreatedBy(uid))).toBe(1);
+    // No credit, no ledger row; not counted for anyone.
+    const other = await workspace(store.repos, uid);
+    expect(await store.db.selectFrom('wallet_transactions').select('id').where('workspace_id', '=', other).execute()).toEqual([]);
+    expect(await store.transaction((tx) => tx.workspaces.lockAndCountCreatedBy(uid))).toBe(1);
+    expect((await store.repos.workspaces.ofMember(uid)).map((a) => [a.workspace.id, a.role])).toEqual([[wid, 'owner'], [other, 'owner']]);
+  });
+
+  it('serializes transactions that take a workspace\'s membership lock', async () => {
+    const wid = await workspace();
+    const order: string[] = [];
+    let release = (): void => undefined;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let locked = (): void => undefined;
+    const isLocked = new Promise<void>((r) => {
+      locked = r;
+    });
+    const first = store.transaction(async (tx) => {
+      await tx.members.lockWorkspace(wid);
+      order.push('first locked');
+      locked();
+      await held;
+      order.push('first done');
+    });
+    await isLocked;
+    const second = store.transaction(async (tx) => {
+      await tx.members.lockWorkspace(wid);
+      order.push('second locked');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first locked', 'first done', 'second locked']);
+  });
+
+  it('finds memberships by workspace slug, the same for a missing workspace and a non-member', async () => {
+    const owner = await user();
+    const stranger = await user();
+    const wid = await workspace(store.repos, owner);
+    expect(await store.repos.members.accessBySlug(wid, owner)).toMatchObject({ workspace: { id: wid, slug: wid }, role: 'owner' });
+    expect(await store.repos.members.access(wid, owner)).toMatchObject({ workspace: { id: wid }, role: 'owner' });
+    expect(await store.repos.members.accessBySlug(wid, stranger)).toBeUndefined();
+    expect(await store.repos.members.accessBySlug('no-such-workspace', owner)).toBeUndefined();
+    await store.repos.members.add({ workspace_id: wid, user_id: stranger, role: 'member', joined_at: now });
+    expect(await store.repos.members.countOwners(wid)).toBe(1);
+    // joined at the same moment: by user id
+    expect((await store.repos.members.list(wid)).map((m) => [m.user_id, m.role])).toEqual([[owner, 'owner'], [stranger, 'member']]);
+  });
+
+  it('finds a key by its digest with its user, and revokes a member\'s keys in one workspace only', async () => {
+    const uid = await user();
+    const wid = await workspace(store.repos, uid);
+    const elsewhere = await workspace(store.repos, uid);
+    const key = keyRow(uid, wid);
+    await store.repos.apiKeys.insert(key);
+    const other = keyRow(uid, elsewhere);
+    await store.repos.apiKeys.insert(other);
+    const found = await store.repos.apiKeys.findByDigest(key.key_hash);
+    expect(found).toEqual({
+      key: { id: key.id, key_hash: key.key_hash, expires_at: now, revoked_at: null, last_used_at: null },
+      user: await store.repos.users.byId(uid),
+    });
+    expect(await store.repos.apiKeys.findByDigest('no-such-digest')).toBeUndefined();
+    await store.repos.apiKeys.touch(key.id, '2026-11-21T10:00:01.000Z');
+    expect((await store.repos.apiKeys.findByDigest(key.key_hash))?.key.last_used_at).toBe('2026-11-21T10:00:01.000Z');
+    await store.repos.apiKeys.revokeForMember(wid, uid, '2026-11-21T10:00:02.000Z');
+    expect(await store.repos.apiKeys.validity(key.id)).toEqual({ revoked_at: '2026-11-21T10:00:02.000Z', expires_at: now });
+    expect(await store.repos.apiKeys.validity(other.id)).toEqual({ revoked_at: null, expires_at: now });
+    expect(await store.repos.apiKeys.validity('no-such-key')).toBeUndefined();
+  });
+
+  it('refuses a default host label another project holds, in any workspace', async () => {
+    const a = await workspace();
+    const b = await workspace();
+    await store.transaction((tx) => tx.projects.insert(project(a, 'shop', 'shop-api-alpha')));
+    expect(await store.transaction((tx) => tx.projects.lockAndCountIn(a))).toBe(1);
+    const err = await failure(store.transaction((tx) => tx.projects.insert(project(b, 'shop-api', 'shop-api-alpha'))));
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(await store.repos.projects.list(b)).toEqual([]);
+  });
+
+  it('accepts an invitation once, and lets one project only hold a verified domain', async () => {
+    const uid = await user();
+    const wid = await workspace(store.repos, uid);
+    const digest = id('t');
+    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'y@example.com', role: 'member', token_hash: digest, status: 'pending', invited_by: uid, expires_at: '2999-01-01T00:00:00.000Z', created_at: now, accepted_at: null });
+    const inv = await store.transaction((tx) => tx.invitations.lockByDigest(digest));
+    expect(inv?.status).toBe('pending');
+    expect(await store.repos.invitations.hasPending(wid, 'y@example.com', now)).toBe(true);
+    expect(await store.repos.invitations.markAccepted(inv?.id ?? '', now)).toBe(true);
+    expect(await store.repos.invitations.markAccepted(inv?.id ?? '', now)).toBe(false);
+
+    const p1 = project(wid, 'one');
+    const p2 = project(wid, 'two');
+    await store.repos.projects.insert(p1);
+    await store.repos.projects.insert(p2);
+    const claim = (projectId: string) => ({ id: id('d'), project_id: projectId, domain: `${wid}.example.com`, verified: 0, verification_token: 't', verified_at: null, created_at: now });
+    const d1 = claim(p1.id);
+    const d2 = claim(p2.id);
+    await store.repos.domains.insert(d1);
+    await store.repos.domains.insert(d2);
+    expect(await store.repos.domains.claimedByOther(d1.domain, p1.id)).toBe(true);
+    expect(await store.repos.domains.markVerified(d1.id, now)).toBe(true);
+    expect(await store.repos.domains.markVerified(d1.id, now)).toBe(false);
+    expect(await store.repos.domains.isVerified(d1.domain)).toBe(true);
+    expect(await store.repos.domains.isVerified(d1.domain, d1.id)).toBe(false);
+    expect(isUniqueViolation(await failure(store.repos.domains.markVerified(d2.id, now)))).toBe(true);
+    expect((await store.repos.domains.remove(p1.id, d1.id))?.id).toBe(d1.id);
+    expect(await store.repos.domains.remove(p1.id, d1.id)).toBeUndefined();
+  });
+
+  it('deletes all of a project\'s variables but the named ones, or all of them', async () => {
+    const wid = await workspace();
+    const p = project(wid, 'env');
+    await store.repos.projects.insert(p);
+    const v = (key: string) => ({ id: id('e'), project_id: p.id, key, value: key, is_secret: 0, created_at: now, updated_at: now });
+    await store.transaction(async (tx) => {
+      await tx.projects.lock(p.id, { noKey: true });
+      await tx.env.insert([v('A'), v('B'), v('C')]);
+    });
+    await store.repos.env.deleteAllBut(p.id, ['B']);
+    expect((await store.repos.env.list(p.id)).map((r) => r.key)).toEqual(['B']);
+    await store.repos.env.deleteAllBut(p.id, []);
+    expect(await store.repos.env.list(p.id)).toEqual([]);
   });
 
   it('gives workspaces that predate wallets an empty wallet when migrating', async () => {
@@ -145,8 +277,8 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
       await partial.close();
       const full = await createStore(old.url);
       try {
-        const wallet = await full.db.selectFrom('wallets').selectAll().where('workspace_id', '=', 'w-old').executeTakeFirstOrThrow();
-        expect([toNumber(wallet.balance), wallet.currency, toNumber(wallet.alert_threshold)]).toEqual([0, 'USD', 0]);
+        const wallet = await full.repos.wallets.get('w-old');
+        expect([wallet?.balance, wallet?.currency, wallet?.alert_threshold]).toEqual([0, 'USD', 0]);
       } finally {
         await full.close();
       }
@@ -168,7 +300,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
       await partial.close();
       const full = await createStore(old.url);
       try {
-        const rows = await full.db.selectFrom('git_connections').select(['webhook_id', 'webhook_secret']).orderBy('project_id').execute();
+        const rows = (await full.repos.gitConnections.ofProjects(['p-a', 'p-b'])).sort((a, b) => (a.project_id < b.project_id ? -1 : 1));
         expect(rows).toHaveLength(2);
         for (const r of rows) {
           expect(r.webhook_id).toMatch(/^[0-9a-f]{32}$/);
@@ -185,6 +317,17 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
       }
     } finally {
       await old.drop();
+    }
+  });
+
+  it('keeps the instance id the migrations made', async () => {
+    const first = await store.repos.meta.instanceId();
+    expect(first).not.toBe('');
+    const again = await createStore(database.url);
+    try {
+      expect(await again.repos.meta.instanceId()).toBe(first);
+    } finally {
+      await again.close();
     }
   });
 

@@ -42,7 +42,7 @@ declare module 'fastify' {
 }
 
 export interface AuthOptions {
-  store: Store;
+  store: Pick<Store, 'repos'>;
   apiKeys: ApiKeyService;
   keyBuckets: TokenBuckets;
   addressBuckets: TokenBuckets;
@@ -144,16 +144,9 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
 
   /** The caller's membership of `:slug` with a role that allows `action`: 404 for a non-member, 403 for a lower role. */
   async function membership(caller: Caller, action: Action, slug: string): Promise<Access> {
-    const row = await opts.store.db
-      .selectFrom('workspaces')
-      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
-      .selectAll('workspaces')
-      .select('members.role')
-      .where('workspaces.slug', '=', slug)
-      .where('members.user_id', '=', caller.user.id)
-      .executeTakeFirst();
-    if (row === undefined) throw notFound('Workspace');
-    const { role, ...workspace } = row;
+    const found = await opts.store.repos.members.accessBySlug(slug, caller.user.id);
+    if (found === undefined) throw notFound('Workspace');
+    const { workspace, role } = found;
     if (!allows(role, action)) {
       throw forbidden(`This action needs the ${ACTIONS[action]} role or higher; you are ${role === 'admin' ? 'an' : 'a'} ${role}.`);
     }
@@ -162,12 +155,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
 
   /** The admission again, for a caller already admitted (an open stream): the sentence says what changed. */
   async function recheck(caller: Caller, action: Action | undefined, slug: string): Promise<void> {
-    const key = await opts.store.db
-      .selectFrom('api_keys')
-      .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['api_keys.revoked_at', 'api_keys.expires_at'])
-      .where('api_keys.id', '=', caller.keyId)
-      .executeTakeFirst();
+    const key = await opts.store.repos.apiKeys.validity(caller.keyId);
     const revoked = key === undefined || key.revoked_at !== null;
     const expired = !revoked && key.expires_at <= iso(opts.clock.now());
     // Membership first: removing a member also revokes their keys listed under the workspace,

@@ -1,0 +1,46 @@
+import type { GitConnectionsTable } from '../schema.js';
+import { Repository } from './repository.js';
+
+export type GitConnectionRow = GitConnectionsTable;
+
+/** What an update may change: everything but the project, the creation time and the webhook. */
+export type GitConnectionChanges = Omit<GitConnectionRow, 'project_id' | 'created_at' | 'webhook_id' | 'webhook_secret'>;
+
+export class GitConnectionRepository extends Repository {
+  of(projectId: string): Promise<GitConnectionRow | undefined> {
+    return this.db.selectFrom('git_connections').selectAll().where('project_id', '=', projectId).executeTakeFirst();
+  }
+
+  /** The connections of these projects (any order). */
+  async ofProjects(projectIds: readonly string[]): Promise<GitConnectionRow[]> {
+    if (projectIds.length === 0) return [];
+    return this.db.selectFrom('git_connections').selectAll().where('project_id', 'in', projectIds).execute();
+  }
+
+  byWebhookId(webhookId: string): Promise<GitConnectionRow | undefined> {
+    return this.db.selectFrom('git_connections').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
+  }
+
+  /** Fails with the store's unique violation when the project has a connection already. */
+  async insert(row: GitConnectionRow): Promise<void> {
+    await this.db.insertInto('git_connections').values(row).execute();
+  }
+
+  async update(projectId: string, changes: GitConnectionChanges): Promise<void> {
+    await this.db.updateTable('git_connections').set(changes).where('project_id', '=', projectId).execute();
+  }
+
+  /** false when the project has no connection (any more). */
+  async setWebhook(projectId: string, webhook: { id: string; sealedSecret: string; at: string }): Promise<boolean> {
+    const updated = await this.db
+      .updateTable('git_connections')
+      .set({ webhook_id: webhook.id, webhook_secret: webhook.sealedSecret, updated_at: webhook.at })
+      .where('project_id', '=', projectId)
+      .executeTakeFirst();
+    return updated.numUpdatedRows !== 0n;
+  }
+
+  async delete(projectId: string): Promise<void> {
+    await this.db.deleteFrom('git_connections').where('project_id', '=', projectId).execute();
+  }
+}

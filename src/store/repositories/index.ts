@@ -1,0 +1,68 @@
+import type { Kysely } from 'kysely';
+import type { Dialect } from '../dialects.js';
+import type { DB } from '../schema.js';
+import { ApiKeyRepository } from './api-keys.js';
+import { DeploymentRepository } from './deployments.js';
+import { DomainRepository } from './domains.js';
+import { EnvRepository } from './env.js';
+import { GitConnectionRepository } from './git-connections.js';
+import { InstallationRepository } from './installations.js';
+import { InvitationRepository } from './invitations.js';
+import { MemberRepository } from './members.js';
+import { MetaRepository } from './meta.js';
+import { ProjectRepository } from './projects.js';
+import { UptimeRepository } from './uptime.js';
+import { UserRepository } from './users.js';
+import { WalletRepository } from './wallets.js';
+import { WorkspaceRepository } from './workspaces.js';
+
+/** Every query Slipway makes outside src/deploy, by aggregate. */
+export interface Repositories {
+  users: UserRepository;
+  workspaces: WorkspaceRepository;
+  members: MemberRepository;
+  invitations: InvitationRepository;
+  apiKeys: ApiKeyRepository;
+  projects: ProjectRepository;
+  gitConnections: GitConnectionRepository;
+  deployments: DeploymentRepository;
+  env: EnvRepository;
+  domains: DomainRepository;
+  wallets: WalletRepository;
+  installations: InstallationRepository;
+  uptime: UptimeRepository;
+  meta: MetaRepository;
+}
+
+/** The repositories over `db`: the store's Kysely instance, or one of its transactions. */
+export function repositories(db: Kysely<DB>, dialect: Dialect): Repositories {
+  return {
+    users: new UserRepository(db, dialect),
+    workspaces: new WorkspaceRepository(db, dialect),
+    members: new MemberRepository(db, dialect),
+    invitations: new InvitationRepository(db, dialect),
+    apiKeys: new ApiKeyRepository(db, dialect),
+    projects: new ProjectRepository(db, dialect),
+    gitConnections: new GitConnectionRepository(db, dialect),
+    deployments: new DeploymentRepository(db, dialect),
+    env: new EnvRepository(db, dialect),
+    domains: new DomainRepository(db, dialect),
+    wallets: new WalletRepository(db, dialect),
+    installations: new InstallationRepository(db, dialect),
+    uptime: new UptimeRepository(db, dialect),
+    meta: new MetaRepository(db, dialect),
+  };
+}
+
+export type { ApiKeyRow, KeyWithUser } from './api-keys.js';
+export type { DomainRow } from './domains.js';
+export type { EnvVarRow } from './env.js';
+export type { GitConnectionChanges, GitConnectionRow } from './git-connections.js';
+export type { InstallationRow } from './installations.js';
+export type { InvitationRow } from './invitations.js';
+export type { MemberDetail } from './members.js';
+export type { ProjectRow } from './projects.js';
+export type { UptimeMonitorRow } from './uptime.js';
+export type { UserRow } from './users.js';
+export type { Wallet } from './wallets.js';
+export type { NewWorkspace, WorkspaceAccess, WorkspaceRow } from './workspaces.js';

@@ -1,0 +1,103 @@
+import type { Role } from '../../domain/roles.js';
+import { lockClause } from '../dialects.js';
+import type { MembersTable } from '../schema.js';
+import { Repository } from './repository.js';
+import type { WorkspaceAccess } from './workspaces.js';
+
+/** A member with the user's e-mail and name. */
+export interface MemberDetail {
+  user_id: string;
+  email: string;
+  name: string;
+  role: Role;
+  joined_at: string;
+}
+
+export class MemberRepository extends Repository {
+  /** The members of a workspace, in the order they joined. */
+  list(workspaceId: string): Promise<MemberDetail[]> {
+    return this.detail(workspaceId).orderBy('members.joined_at').orderBy('members.user_id').execute();
+  }
+
+  find(workspaceId: string, userId: string): Promise<MemberDetail | undefined> {
+    return this.detail(workspaceId).where('members.user_id', '=', userId).executeTakeFirst();
+  }
+
+  /** Whether a member of the workspace has this e-mail. */
+  async hasEmail(workspaceId: string, email: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('members')
+      .innerJoin('users', 'users.id', 'members.user_id')
+      .select('members.user_id')
+      .where('members.workspace_id', '=', workspaceId)
+      .where('users.email', '=', email)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * The workspace `slug` and the role `userId` holds in it; undefined for a missing workspace
+   * and a non-member alike. Every workspace route's admission asks this.
+   */
+  async accessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
+    const row = await this.db
+      .selectFrom('workspaces')
+      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
+      .selectAll('workspaces')
+      .select('members.role')
+      .where('workspaces.slug', '=', slug)
+      .where('members.user_id', '=', userId)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const { role, ...workspace } = row;
+    return { workspace, role };
+  }
+
+  /** The same by the workspace's id. */
+  async access(workspaceId: string, userId: string): Promise<WorkspaceAccess | undefined> {
+    const row = await this.db
+      .selectFrom('members')
+      .innerJoin('workspaces', 'workspaces.id', 'members.workspace_id')
+      .selectAll('workspaces')
+      .select('members.role')
+      .where('members.workspace_id', '=', workspaceId)
+      .where('members.user_id', '=', userId)
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const { role, ...workspace } = row;
+    return { workspace, role };
+  }
+
+  async add(row: MembersTable): Promise<void> {
+    await this.db.insertInto('members').values(row).execute();
+  }
+
+  async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
+    await this.db.updateTable('members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  }
+
+  async remove(workspaceId: string, userId: string): Promise<void> {
+    await this.db.deleteFrom('members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+  }
+
+  async countOwners(workspaceId: string): Promise<number> {
+    const owners = await this.db.selectFrom('members').select('user_id').where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
+    return owners.length;
+  }
+
+  /**
+   * Inside a transaction: serializes membership changes of one workspace, so that two
+   * concurrent demotions cannot both see "another owner remains" (dialects.ts, lockClause).
+   */
+  async lockWorkspace(workspaceId: string): Promise<void> {
+    if (lockClause(this.dialect)) await this.db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forUpdate().execute();
+  }
+
+  private detail(workspaceId: string) {
+    return this.db
+      .selectFrom('members')
+      .innerJoin('users', 'users.id', 'members.user_id')
+      .select(['members.user_id', 'users.email', 'users.name', 'members.role', 'members.joined_at'])
+      .where('members.workspace_id', '=', workspaceId);
+  }
+}

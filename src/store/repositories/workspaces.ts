@@ -1,0 +1,96 @@
+import type { Selectable } from 'kysely';
+import type { Role } from '../../domain/roles.js';
+import { lockClause, toNumber } from '../dialects.js';
+import type { WorkspacesTable } from '../schema.js';
+import { Repository } from './repository.js';
+
+export type WorkspaceRow = Selectable<WorkspacesTable>;
+
+/** A workspace with the role a user holds in it. */
+export interface WorkspaceAccess {
+  workspace: WorkspaceRow;
+  role: Role;
+}
+
+/** Everything a new workspace starts with (docs/decisions.md#workspaces). */
+export interface NewWorkspace {
+  workspace: WorkspaceRow;
+  /** becomes its owner */
+  ownerId: string;
+  /** recorded in workspace_creators (counted by `--max-workspaces-per-user`); null: not counted (bootstrap) */
+  creatorId: string | null;
+  /** the wallet and, when `credit` > 0, its first ledger row, with the id `ledgerId` */
+  wallet: { currency: string; credit: number; ledgerId: string };
+}
+
+export class WorkspaceRepository extends Repository {
+  /**
+   * The workspace, its owner's membership and its wallet with the starting credit (a ledger row
+   * like every other balance change). Run it inside a transaction: the rows stand or fall together.
+   */
+  async create(input: NewWorkspace): Promise<void> {
+    const { workspace, wallet } = input;
+    const now = workspace.created_at;
+    await this.db.insertInto('workspaces').values(workspace).execute();
+    if (input.creatorId !== null) {
+      await this.db.insertInto('workspace_creators').values({ workspace_id: workspace.id, user_id: input.creatorId, created_at: now }).execute();
+    }
+    await this.db.insertInto('members').values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner', joined_at: now }).execute();
+    await this.db
+      .insertInto('wallets')
+      .values({ workspace_id: workspace.id, balance: wallet.credit, currency: wallet.currency, alert_threshold: 0, created_at: now, updated_at: now })
+      .execute();
+    if (wallet.credit > 0) {
+      await this.db
+        .insertInto('wallet_transactions')
+        .values({ id: wallet.ledgerId, workspace_id: workspace.id, type: 'adjustment', amount: wallet.credit, balance_after: wallet.credit, description: 'Starting credit', created_at: now })
+        .execute();
+    }
+  }
+
+  byId(id: string): Promise<WorkspaceRow | undefined> {
+    return this.db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  bySlug(slug: string): Promise<WorkspaceRow | undefined> {
+    return this.db.selectFrom('workspaces').selectAll().where('slug', '=', slug).executeTakeFirst();
+  }
+
+  /** The workspaces `userId` is a member of, oldest first. */
+  async ofMember(userId: string): Promise<WorkspaceAccess[]> {
+    const rows = await this.db
+      .selectFrom('workspaces')
+      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
+      .selectAll('workspaces')
+      .select('members.role')
+      .where('members.user_id', '=', userId)
+      .orderBy('workspaces.created_at')
+      .orderBy('workspaces.id')
+      .execute();
+    return rows.map(({ role, ...workspace }) => ({ workspace, role }));
+  }
+
+  async update(id: string, patch: Pick<WorkspaceRow, 'name' | 'settings' | 'updated_at'>): Promise<void> {
+    await this.db.updateTable('workspaces').set(patch).where('id', '=', id).execute();
+  }
+
+  /** Members, invitations, keys, projects and everything below them cascade from the row. */
+  async delete(id: string): Promise<void> {
+    await this.db.deleteFrom('workspaces').where('id', '=', id).execute();
+  }
+
+  /**
+   * Inside the transaction that creates a workspace: how many (still existing) workspaces
+   * `userId` has created. The user's row is locked first on PostgreSQL, so that concurrent
+   * creations by one user count one after the other (SQLite has one writer anyway).
+   */
+  async lockAndCountCreatedBy(userId: string): Promise<number> {
+    if (lockClause(this.dialect)) await this.db.selectFrom('users').select('id').where('id', '=', userId).forNoKeyUpdate().execute();
+    const { n } = await this.db
+      .selectFrom('workspace_creators')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    return toNumber(n);
+  }
+}
