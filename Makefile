@@ -72,7 +72,14 @@ bench-router: build
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
 
-.PHONY: bench-deploy bench-memory
+.PHONY: bench-deploy bench-memory bench-api
+
+## The API's authenticated hot path (wrk): `slipway serve` vs a minimal Fastify handler, on SQLite and PostgreSQL.
+bench-api: build
+	@bash scripts/ensure-system.sh
+	@bash scripts/ensure-docker.sh
+	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
+	@url=$$(bash scripts/ensure-postgres.sh) && npx tsx bench/api.bench.ts --pg-url "$$url"
 
 ## Deploy latency of a tiny app through the API vs plain docker build + docker run (ratio of medians, goal <= 1.2).
 bench-deploy: build

@@ -18,6 +18,7 @@ import { ProxyServer } from 'http-proxy-3';
 import { findNginx, NginxDriver } from '../src/router/nginx.driver.js';
 import { NodeProxyDriver } from '../src/router/node-proxy.driver.js';
 import { RouteTable } from '../src/router/route-table.js';
+import { assertWrk, wrk, type Measure } from './support.js';
 
 const execFileP = promisify(execFile);
 const HOST = 'bench.test';
@@ -135,51 +136,10 @@ http {
 }
 
 // ---------------------------------------------------------------------------------------------
-// wrk
-
-interface Measure {
-  target: string;
-  requestsPerSec: number;
-  latencyP50Ms: number;
-  latencyP99Ms: number;
-  non2xx: number;
-  socketErrors: number;
-}
-
-const toMs = (v: string): number => {
-  const m = /^([\d.]+)(us|ms|s|m)$/.exec(v);
-  if (m === null) return Number.NaN;
-  const n = Number(m[1]);
-  const unit = m[2] ?? 'ms';
-  return unit === 'us' ? n / 1000 : unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000;
-};
-
-async function wrk(target: string, port: number, o: { duration: number; connections: number; threads: number }): Promise<Measure> {
-  const args = ['-t', String(o.threads), '-c', String(o.connections), '-d', `${o.duration}s`, '--latency', '-H', `Host: ${HOST}`, `http://127.0.0.1:${port}/`];
-  // warm-up: keep-alive pools, JIT, nginx workers
-  await execFileP('wrk', ['-t', String(o.threads), '-c', String(o.connections), '-d', '2s', '-H', `Host: ${HOST}`, `http://127.0.0.1:${port}/`]);
-  const { stdout } = await execFileP('wrk', args, { maxBuffer: 1 << 20 });
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
-  const p50 = toMs(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? '');
-  const p99 = toMs(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? '');
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
-  const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
-  const socketErrors = se === null ? 0 : [se[1], se[2], se[3], se[4]].reduce((a, b) => a + Number(b), 0);
-  return { target, requestsPerSec: Math.round(rps), latencyP50Ms: p50, latencyP99Ms: p99, non2xx, socketErrors };
-}
-
-// ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const o = { duration: arg('duration', 10), connections: arg('connections', 64), threads: arg('threads', 2) };
-  try {
-    await execFileP('wrk', ['--version']).catch((err: unknown) => {
-      // wrk --version exits 1 after printing its version
-      if ((err as { code?: unknown }).code === 'ENOENT') throw err;
-    });
-  } catch {
-    throw new Error('wrk is not installed: apt-get install wrk');
-  }
+  await assertWrk();
   const nginx = findNginx();
   if (nginx === undefined) throw new Error('nginx is not installed: apt-get install nginx-light');
   const nginxVersion = (await execFileP(nginx, ['-v'])).stderr.trim();
@@ -194,7 +154,7 @@ async function main(): Promise<void> {
     console.log(`upstream on ${upstream.port}; wrk -t${o.threads} -c${o.connections} -d${o.duration}s per target`);
 
     const run = async (target: string, port: number) => {
-      const m = await wrk(target, port, o);
+      const m = await wrk(target, `http://127.0.0.1:${port}/`, { ...o, headers: { Host: HOST } });
       results.push(m);
       console.log(`${target.padEnd(18)} ${String(m.requestsPerSec).padStart(8)} req/s  p50 ${m.latencyP50Ms.toFixed(2)} ms  p99 ${m.latencyP99Ms.toFixed(2)} ms${m.non2xx + m.socketErrors > 0 ? `  (non-2xx ${m.non2xx}, socket errors ${m.socketErrors})` : ''}`);
     };

@@ -2,7 +2,7 @@
 // (bench/deploy.bench.ts, bench/idle-memory.bench.ts): the tiny app, the process, the API, the
 // router, /proc memory readings and the clean-up. Not part of the test suite.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,61 @@ export function writeResult(name: string, report: { date: string }): string {
   const file = join(dir, `${name}-${report.date.slice(0, 10)}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   return file;
+}
+
+// ---------------------------------------------------------------------------------------------
+// wrk (Debian package `wrk`)
+
+export interface Measure {
+  target: string;
+  requestsPerSec: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+const toMs = (v: string): number => {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(v);
+  if (m === null) return Number.NaN;
+  const n = Number(m[1]);
+  const unit = m[2] ?? 'ms';
+  return unit === 'us' ? n / 1000 : unit === 'ms' ? n : unit === 's' ? n * 1000 : n * 60_000;
+};
+
+export interface WrkOptions {
+  duration: number;
+  connections: number;
+  threads: number;
+  headers?: Record<string, string>;
+  /** seconds of load before the measured run: keep-alive pools, JIT, caches */
+  warmup?: number;
+}
+
+/** One wrk run against `url` after a warm-up, read from wrk's own report (`--latency`). */
+export async function wrk(target: string, url: string, o: WrkOptions): Promise<Measure> {
+  const common = ['-t', String(o.threads), '-c', String(o.connections), ...Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`])];
+  await execFileP('wrk', [...common, '-d', `${String(o.warmup ?? 2)}s`, url]);
+  const { stdout } = await execFileP('wrk', [...common, '-d', `${String(o.duration)}s`, '--latency', url], { maxBuffer: 1 << 20 });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
+  const p50 = toMs(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? '');
+  const p99 = toMs(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? '');
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
+  const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
+  const socketErrors = se === null ? 0 : [se[1], se[2], se[3], se[4]].reduce((a, b) => a + Number(b), 0);
+  return { target, requestsPerSec: Math.round(rps), latencyP50Ms: p50, latencyP99Ms: p99, non2xx, socketErrors };
+}
+
+/** Fails early with the package to install when wrk is missing. */
+export async function assertWrk(): Promise<void> {
+  try {
+    await execFileP('wrk', ['--version']).catch((err: unknown) => {
+      // wrk --version exits 1 after printing its version
+      if ((err as { code?: unknown }).code === 'ENOENT') throw err;
+    });
+  } catch {
+    throw new Error('wrk is not installed: apt-get install wrk');
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -152,7 +207,7 @@ export interface Serve {
  * `bin/slipway serve` on free loopback ports, a temp data dir, Docker Engine and the nginx router,
  * cloning from `gitBaseUrl`. Resolves once /healthz answers and the bootstrap key is written.
  */
-export async function startServe(gitBaseUrl: string, extra: string[] = []): Promise<Serve> {
+export async function startServe(gitBaseUrl: string, extra: string[] = [], opts: { stdoutFile?: string } = {}): Promise<Serve> {
   assertBuilt();
   // short: the nginx control socket path must stay under 100 bytes
   const dataDir = mkdtempSync(join(tmpdir(), 'swb-'));
@@ -173,7 +228,10 @@ export async function startServe(gitBaseUrl: string, extra: string[] = []): Prom
     '--apps-domain', appsDomain,
     ...extra,
   ];
-  const child: ChildProcess = spawn(process.execPath, args, { env: slipwayEnv({ SLIPWAY_ENGINE: 'docker' }), stdio: ['ignore', 'pipe', 'pipe'] });
+  // stdoutFile: the log goes to a file, unread (a load test would otherwise spend this process's CPU parsing it)
+  const out = opts.stdoutFile === undefined ? 'pipe' : openSync(opts.stdoutFile, 'w');
+  const child: ChildProcess = spawn(process.execPath, args, { env: slipwayEnv({ SLIPWAY_ENGINE: 'docker' }), stdio: ['ignore', out, 'pipe'] });
+  if (typeof out === 'number') closeSync(out);
   const pid = child.pid;
   if (pid === undefined) throw new Error('bin/slipway could not be started');
   const logs: Serve['logs'] = [];

@@ -103,14 +103,17 @@ export async function buildApp(deps: AppDeps) {
     registers: [metrics],
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  // callback hooks, not async ones: every request runs them, and a promise each is measurable
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     latency.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 
   await app.register(swagger, {

@@ -1,5 +1,5 @@
 import { iso } from '../domain/clock.js';
-import { conflict, invalid } from '../domain/errors.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
 import type { Engine } from '../domain/ports.js';
 import { slugify } from '../domain/slug.js';
 import type { Deps } from '../deps.js';
@@ -104,8 +104,9 @@ export class ProjectService {
   }
 
   async get(access: Access, projectSlug: string): Promise<ProjectView> {
-    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
-    return this.view(access, row);
+    const found = await this.deps.store.repos.projects.inWorkspaceWithGit(access.workspace.id, projectSlug);
+    if (found === undefined) throw notFound('Project');
+    return projectView(found.project, access.workspace.slug, this.deps.platform, found.git);
   }
 
   /** The slug stays when the name changes: it is the project's address in URLs and hosts. */

@@ -5,7 +5,9 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Dialect } from './dialects.js';
 import { migrationProvider } from './migrations/index.js';
+import { AccessCache } from './repositories/access-cache.js';
 import { repositories, type Repositories } from './repositories/index.js';
+import { preparedOnce } from './statement-cache.js';
 import type { DB } from './schema.js';
 
 export interface Store {
@@ -61,7 +63,7 @@ function openSqlite(file: string): Store {
   database.pragma('foreign_keys = ON');
   database.pragma('synchronous = NORMAL');
   if (file !== ':memory:') ownerOnly(file);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: preparedOnce(database) }) });
   return {
     ...withRepositories(db, 'sqlite'),
     description: `sqlite:${file}`,
@@ -91,11 +93,17 @@ function openPostgres(url: string): Store {
 }
 
 function withRepositories(db: Kysely<DB>, dialect: Dialect): Pick<Store, 'db' | 'dialect' | 'repos' | 'transaction'> {
+  const cache = new AccessCache();
   return {
     db,
     dialect,
-    repos: repositories(db, dialect),
-    transaction: (fn) => db.transaction().execute((trx) => fn(repositories(trx, dialect))),
+    repos: repositories(db, dialect, cache),
+    transaction: async (fn) => {
+      const scoped = cache.forTransaction();
+      const result = await db.transaction().execute((trx) => fn(repositories(trx, dialect, scoped)));
+      scoped.committed();
+      return result;
+    },
   };
 }
 

@@ -11,12 +11,16 @@ export const DEFAULT_KEY_DAYS = 90;
 export const MAX_KEY_DAYS = 3650;
 /** last_used_at is written at most this often per key, not on every request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
+const MAX_TOUCHED = 10_000;
 
 export interface CreatedKey extends ApiKeyView {
   key: string;
 }
 
 export class ApiKeyService {
+  /** when this process last wrote each key's `last_used_at`, by key id */
+  private readonly touched = new Map<string, number>();
+
   constructor(private readonly deps: Deps) {}
 
   /** Mint a key for a user, listed under a workspace (in `tx`'s transaction, if any). Only the digest is stored. */
@@ -80,7 +84,13 @@ export class ApiKeyService {
     if (row.revoked_at !== null) throw unauthorized('The API key has been revoked.');
     const now = this.deps.clock.now();
     if (row.expires_at <= iso(now)) throw unauthorized('The API key has expired.');
-    if (row.last_used_at === null || now.getTime() - Date.parse(row.last_used_at) >= LAST_USED_RESOLUTION_MS) {
+    // The key row may come from the access cache, which does not show this process's own
+    // writes: `touched` does, so that a busy key is still written at most once a minute.
+    const last = Math.max(row.last_used_at === null ? Number.NEGATIVE_INFINITY : Date.parse(row.last_used_at), this.touched.get(row.id) ?? Number.NEGATIVE_INFINITY);
+    if (now.getTime() - last >= LAST_USED_RESOLUTION_MS) {
+      this.touched.delete(row.id);
+      this.touched.set(row.id, now.getTime());
+      if (this.touched.size > MAX_TOUCHED) this.touched.delete(this.touched.keys().next().value ?? '');
       await apiKeys.touch(row.id, iso(now));
     }
     return { keyId: row.id, user };

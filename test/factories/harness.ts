@@ -59,9 +59,10 @@ const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 /** The whole API on a real port, over a fresh store of the given kind. */
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number; replicaOf?: TestServer } = {},
 ): Promise<TestServer> {
-  const database = await freshDatabase(kind);
+  // a replica: another API process over the same store (its own caches, its own connections)
+  const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
   const store = await createStore(database.url);
   const clock = new TestClock();
   const deps: Deps = {
@@ -127,7 +128,7 @@ export async function startTestServer(
     close: async () => {
       await app.close();
       await store.close();
-      await database.drop();
+      if (opts.replicaOf === undefined) await database.drop();
     },
   };
 }

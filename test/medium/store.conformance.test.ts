@@ -192,6 +192,36 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     expect((await store.repos.members.list(wid)).map((m) => [m.user_id, m.role])).toEqual([[owner, 'owner'], [stranger, 'member']]);
   });
 
+  it('sees a role change or a removal made in a transaction at once, though memberships are cached', async () => {
+    const owner = await user();
+    const other = await user();
+    const wid = await workspace(store.repos, owner);
+    await store.repos.members.add({ workspace_id: wid, user_id: other, role: 'admin', joined_at: now });
+    expect((await store.repos.members.accessBySlug(wid, other))?.role).toBe('admin');
+    await store.transaction((tx) => tx.members.setRole(wid, other, 'member'));
+    expect((await store.repos.members.accessBySlug(wid, other))?.role).toBe('member');
+    await store.transaction((tx) => tx.members.remove(wid, other));
+    expect(await store.repos.members.accessBySlug(wid, other)).toBeUndefined();
+  });
+
+  it('reads a project with its Git connection in one statement, and without one', async () => {
+    const wid = await workspace();
+    const bare = project(wid, 'bare');
+    const linked = project(wid, 'linked');
+    await store.repos.projects.insert(bare);
+    await store.repos.projects.insert(linked);
+    const git = {
+      project_id: linked.id, repo_full_name: 'octo/app', branch: 'main', installation_id: 42, auto_deploy: 1, dockerfile_path: 'Dockerfile',
+      root_dir: '.', created_at: now, updated_at: now, webhook_id: 'ab12', webhook_secret: null,
+    };
+    await store.repos.gitConnections.insert(git);
+    const expectedGit = await store.repos.gitConnections.of(linked.id);
+    expect(await store.repos.projects.inWorkspaceWithGit(wid, 'linked')).toEqual({ project: await store.repos.projects.inWorkspace(wid, 'linked'), git: expectedGit });
+    expect(await store.repos.projects.inWorkspaceWithGit(wid, 'bare')).toEqual({ project: await store.repos.projects.inWorkspace(wid, 'bare'), git: undefined });
+    expect(await store.repos.projects.inWorkspaceWithGit(wid, 'missing')).toBeUndefined();
+    expect(await store.repos.projects.inWorkspaceWithGit(await workspace(), 'linked')).toBeUndefined();
+  });
+
   it('finds a key by its digest with its user, and revokes a member\'s keys in one workspace only', async () => {
     const uid = await user();
     const wid = await workspace(store.repos, uid);
@@ -207,8 +237,11 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     });
     expect(await store.repos.apiKeys.findByDigest('no-such-digest')).toBeUndefined();
     await store.repos.apiKeys.touch(key.id, '2026-11-21T10:00:01.000Z');
-    expect((await store.repos.apiKeys.findByDigest(key.key_hash))?.key.last_used_at).toBe('2026-11-21T10:00:01.000Z');
+    // outside a transaction the key may come from the access cache (up to a second old); inside, never
+    expect((await store.transaction((tx) => tx.apiKeys.findByDigest(key.key_hash)))?.key.last_used_at).toBe('2026-11-21T10:00:01.000Z');
     await store.repos.apiKeys.revokeForMember(wid, uid, '2026-11-21T10:00:02.000Z');
+    // a revocation through the repositories is seen at once, cache or not
+    expect((await store.repos.apiKeys.findByDigest(key.key_hash))?.key.revoked_at).toBe('2026-11-21T10:00:02.000Z');
     expect(await store.repos.apiKeys.validity(key.id)).toEqual({ revoked_at: '2026-11-21T10:00:02.000Z', expires_at: now });
     expect(await store.repos.apiKeys.validity(other.id)).toEqual({ revoked_at: null, expires_at: now });
     expect(await store.repos.apiKeys.validity('no-such-key')).toBeUndefined();

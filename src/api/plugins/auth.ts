@@ -88,9 +88,9 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     try {
       await guard(request);
     } finally {
-      // Fastify's own "incoming request" line is held back until here (RequestLogController):
-      // a refused request is only counted.
-      if (!request.rateLimited) request.log.info({ req: request }, 'incoming request');
+      // A request is logged once, when it completes (RequestLogController); a stream, which may
+      // stay open for hours, also when it opens. A refused request is only counted.
+      if (!request.rateLimited && request.routeOptions.config.stream === true) request.log.info({ req: request }, 'incoming request');
     }
   });
 

@@ -16,8 +16,12 @@ export class ApiKeyRepository extends Repository {
     await this.db.insertInto('api_keys').values(row).execute();
   }
 
-  /** The key with this digest (live or not) and its user. */
-  async findByDigest(digest: string): Promise<KeyWithUser | undefined> {
+  /** The key with this digest (live or not) and its user; the hot path: at most ACCESS_CACHE_MS old. */
+  findByDigest(digest: string): Promise<KeyWithUser | undefined> {
+    return this.cacheable ? this.cache.keys.get(digest, () => this.readByDigest(digest)) : this.readByDigest(digest);
+  }
+
+  private async readByDigest(digest: string): Promise<KeyWithUser | undefined> {
     const row = await this.db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
@@ -80,6 +84,7 @@ export class ApiKeyRepository extends Repository {
 
   async revoke(keyId: string, at: string): Promise<void> {
     await this.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', keyId).execute();
+    this.cache.invalidate();
   }
 
   /** Revokes the member's live keys listed under the workspace. */
@@ -91,5 +96,6 @@ export class ApiKeyRepository extends Repository {
       .where('user_id', '=', userId)
       .where('revoked_at', 'is', null)
       .execute();
+    this.cache.invalidate();
   }
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Dialect } from '../dialects.js';
+import type { AccessCache } from './access-cache.js';
 import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { DeploymentRepository } from './deployments.js';
@@ -34,23 +35,23 @@ export interface Repositories {
   meta: MetaRepository;
 }
 
-/** The repositories over `db`: the store's Kysely instance, or one of its transactions. */
-export function repositories(db: Kysely<DB>, dialect: Dialect): Repositories {
+/** The repositories over `db`: the store's Kysely instance, or one of its transactions; `cache`: the store's. */
+export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCache): Repositories {
   return {
-    users: new UserRepository(db, dialect),
-    workspaces: new WorkspaceRepository(db, dialect),
-    members: new MemberRepository(db, dialect),
-    invitations: new InvitationRepository(db, dialect),
-    apiKeys: new ApiKeyRepository(db, dialect),
-    projects: new ProjectRepository(db, dialect),
-    gitConnections: new GitConnectionRepository(db, dialect),
-    deployments: new DeploymentRepository(db, dialect),
-    env: new EnvRepository(db, dialect),
-    domains: new DomainRepository(db, dialect),
-    wallets: new WalletRepository(db, dialect),
-    installations: new InstallationRepository(db, dialect),
-    uptime: new UptimeRepository(db, dialect),
-    meta: new MetaRepository(db, dialect),
+    users: new UserRepository(db, dialect, cache),
+    workspaces: new WorkspaceRepository(db, dialect, cache),
+    members: new MemberRepository(db, dialect, cache),
+    invitations: new InvitationRepository(db, dialect, cache),
+    apiKeys: new ApiKeyRepository(db, dialect, cache),
+    projects: new ProjectRepository(db, dialect, cache),
+    gitConnections: new GitConnectionRepository(db, dialect, cache),
+    deployments: new DeploymentRepository(db, dialect, cache),
+    env: new EnvRepository(db, dialect, cache),
+    domains: new DomainRepository(db, dialect, cache),
+    wallets: new WalletRepository(db, dialect, cache),
+    installations: new InstallationRepository(db, dialect, cache),
+    uptime: new UptimeRepository(db, dialect, cache),
+    meta: new MetaRepository(db, dialect, cache),
   };
 }
 

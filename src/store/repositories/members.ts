@@ -39,7 +39,12 @@ export class MemberRepository extends Repository {
    * The workspace `slug` and the role `userId` holds in it; undefined for a missing workspace
    * and a non-member alike. Every workspace route's admission asks this.
    */
-  async accessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
+  accessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
+    const read = () => this.readAccessBySlug(slug, userId);
+    return this.cacheable ? this.cache.memberships.get(`${slug}\u0000${userId}`, read) : read();
+  }
+
+  private async readAccessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
     const row = await this.db
       .selectFrom('workspaces')
       .innerJoin('members', 'members.workspace_id', 'workspaces.id')
@@ -74,10 +79,12 @@ export class MemberRepository extends Repository {
 
   async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
     await this.db.updateTable('members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    this.cache.invalidate();
   }
 
   async remove(workspaceId: string, userId: string): Promise<void> {
     await this.db.deleteFrom('members').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
+    this.cache.invalidate();
   }
 
   async countOwners(workspaceId: string): Promise<number> {

@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import type { ProjectStatus } from '../../domain/project.js';
 import { lockClause, toNumber } from '../dialects.js';
 import type { DB, ProjectsTable } from '../schema.js';
+import { PreparedQuery } from '../prepared-query.js';
+import type { GitConnectionRow } from './git-connections.js';
 import { Repository } from './repository.js';
 
 export type ProjectRow = ProjectsTable;
@@ -21,9 +23,52 @@ export const setProjectStatus = async (db: Kysely<DB>, projectId: string, status
   await db.updateTable('projects').set({ status, updated_at: at }).where('id', '=', projectId).execute();
 };
 
+/** The project and its Git connection in one statement, built once (PreparedQuery): `GET …/projects/:project_slug`. */
+const WITH_GIT = new PreparedQuery(2, (db, workspaceId: string, slug: string) =>
+  db
+    .selectFrom('projects')
+    .leftJoin('git_connections as g', 'g.project_id', 'projects.id')
+    .selectAll('projects')
+    .select([
+      'g.project_id as git_project_id',
+      'g.repo_full_name as git_repo_full_name',
+      'g.branch as git_branch',
+      'g.installation_id as git_installation_id',
+      'g.auto_deploy as git_auto_deploy',
+      'g.dockerfile_path as git_dockerfile_path',
+      'g.root_dir as git_root_dir',
+      'g.created_at as git_created_at',
+      'g.updated_at as git_updated_at',
+      'g.webhook_id as git_webhook_id',
+      'g.webhook_secret as git_webhook_secret',
+    ])
+    .where('projects.workspace_id', '=', workspaceId)
+    .where('projects.slug', '=', slug),
+);
+
 export class ProjectRepository extends Repository {
   inWorkspace(workspaceId: string, slug: string): Promise<ProjectRow | undefined> {
     return projectInWorkspace(this.db, workspaceId, slug);
+  }
+
+  /** The project `slug` of the workspace with its Git connection (undefined when it has none). */
+  async inWorkspaceWithGit(workspaceId: string, slug: string): Promise<{ project: ProjectRow; git: GitConnectionRow | undefined } | undefined> {
+    const row = await WITH_GIT.first(this.db, this.dialect, workspaceId, slug);
+    if (row === undefined) return undefined;
+    const {
+      git_project_id, git_repo_full_name, git_branch, git_installation_id, git_auto_deploy, git_dockerfile_path, git_root_dir,
+      git_created_at, git_updated_at, git_webhook_id, git_webhook_secret, ...project
+    } = row;
+    const git =
+      git_project_id === null || git_repo_full_name === null || git_branch === null || git_installation_id === null || git_auto_deploy === null ||
+      git_dockerfile_path === null || git_root_dir === null || git_created_at === null || git_updated_at === null
+        ? undefined
+        : {
+            project_id: git_project_id, repo_full_name: git_repo_full_name, branch: git_branch, installation_id: git_installation_id,
+            auto_deploy: git_auto_deploy, dockerfile_path: git_dockerfile_path, root_dir: git_root_dir, created_at: git_created_at,
+            updated_at: git_updated_at, webhook_id: git_webhook_id, webhook_secret: git_webhook_secret,
+          };
+    return { project, git };
   }
 
   /** The workspace's projects, oldest first. */

@@ -72,11 +72,13 @@ export class WorkspaceRepository extends Repository {
 
   async update(id: string, patch: Pick<WorkspaceRow, 'name' | 'settings' | 'updated_at'>): Promise<void> {
     await this.db.updateTable('workspaces').set(patch).where('id', '=', id).execute();
+    this.cache.invalidate();
   }
 
   /** Members, invitations, keys, projects and everything below them cascade from the row. */
   async delete(id: string): Promise<void> {
     await this.db.deleteFrom('workspaces').where('id', '=', id).execute();
+    this.cache.invalidate();
   }
 
   /**
