@@ -20,6 +20,7 @@ const RELEASED: readonly (readonly [name: string, sha256: string])[] = [
   ['2026-11-25T020000-webhook-secrets', '7dd373c55c41fe29d4767452021a77b68bec259ae6d0c5e0e250cbbf72dc3e29'],
   ['2026-11-25T030000-hosts', '64c972b005aa3d3a2bd90d9b79ead46071c6ed50cbaf872a4594e2fe201e3670'],
   ['2026-11-25T090000-workspace-creators', 'c7040388b2b6d0bbe8d9c1ba49262f5b2af1175705c04d3c25cad285afb88457'],
+  ['2026-11-26T000000-runtime-logs', 'aeb6a0e9675db3ecf5bacd8b73bc921104fcd5d91e048c034d867a04704a7bf0'],
 ];
 
 const DIR = new URL('../../src/store/migrations/', import.meta.url);

@@ -64,6 +64,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-25T020000-webhook-secrets',
         '2026-11-25T030000-hosts',
         '2026-11-25T090000-workspace-creators',
+        '2026-11-26T000000-runtime-logs',
       ]);
     } finally {
       await again.close();
