@@ -5,8 +5,9 @@ import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import { LEASE_MS, type Services } from './api/services.js';
 import { GitSource } from './build/index.js';
-import { Leadership } from './deploy/leadership.js';
-import { Orchestrator, standbyEngine } from './deploy/orchestrator.js';
+import { superviseEngine } from './deploy/engine-supervisor.js';
+import { Orchestrator } from './deploy/orchestrator.js';
+import { standbyEngine } from './deploy/standby.js';
 import { createRouterDriver, type RouterDriver, type RouterLog } from './router/index.js';
 import { DockerRuntime } from './runtime/docker/docker.runtime.js';
 import { buildApp, type App } from './api/app.js';
@@ -15,6 +16,7 @@ import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from './store/db.js';
 import { createDeps, StartError } from './create-deps.js';
 import type { Deps } from './deps.js';
+import type { Engine } from './domain/ports.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -43,7 +45,7 @@ async function ownContainer(runtime: DockerRuntime, log: FastifyBaseLogger): Pro
  * stops before it, inside the router's own start() and stop().
  */
 export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
-  const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log };
+  const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log, clock: deps.clock };
   const { acme } = config;
   if (acme === null) return createRouterDriver(router);
   let ca: string | undefined;
@@ -109,82 +111,19 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     await orchestrator.shutdown().catch(() => undefined);
     throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
   }
-  services.engine = orchestrator;
   return orchestrator;
 }
 
 /**
- * After a kill -9 on this machine the lease would block a restart for up to its ttl: a holder
- * named after this host whose process no longer exists is taken over at once.
+ * The engine of a standby (another process holds the deploy-engine lease): the status view
+ * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
-async function takeOverFromDeadProcess(leadership: Leadership): Promise<boolean> {
-  const current = await leadership.holder();
-  const [host, pid] = current?.holder.split('/') ?? [];
-  if (current === null || host !== hostname() || pid === undefined || processExists(Number(pid))) return false;
-  return leadership.takeOver(current.holder);
-}
-
-function processExists(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool }), await instanceId(deps.store), deps);
 }
 
 /** How often pending custom domains are checked again in the background. */
 const DOMAIN_VERIFY_EVERY_MS = 60_000;
-
-/** How long the deploy engine's lease lasts without renewal (renewed every third of it). */
-const ENGINE_LEASE_MS = 30_000;
-/** How often a standby process asks for the lease. */
-const STANDBY_RETRY_MS = 5_000;
-
-/**
- * At most one process per store runs the deploy engine: it holds the store's `deploy-engine`
- * lease (src/deploy/leadership.ts). The start that gets the lease starts the engine before the
- * API listens, so a broken engine stops the start. A process that finds the lease held serves
- * the API as a standby (deployments queue for the leader) and takes the engine over when the
- * lease is released or runs out; a leader that loses its lease shuts its engine down.
- */
-async function runEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<{ stop(): Promise<void> }> {
-  const leadership = new Leadership({ store: deps.store, clock: deps.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${deps.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
-  let engine: Orchestrator | null = null;
-  // A standby's status view reads the pods from the engine it reaches; its restarts go to the leader's reconciler.
-  const observe = async () => standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool }), await instanceId(deps.store), deps);
-  const elect = async () => {
-    engine ??= await startEngine(config, deps, services, log);
-  };
-  if ((await leadership.tryAcquire()) || (await takeOverFromDeadProcess(leadership))) {
-    try {
-      await elect();
-    } catch (err) {
-      await leadership.release();
-      throw err;
-    }
-  } else {
-    const current = await leadership.holder();
-    log.warn({ holder: current?.holder, until: current?.expiresAt }, 'standby: another Slipway process runs the deploy engine on this store; this one serves the API and takes the engine over when that one stops');
-    services.engine = await observe();
-  }
-  const campaign = leadership.lead({
-    onElected: async () => {
-      if (engine === null) log.info({}, 'taking over the deploy engine');
-      await elect();
-    },
-    onDeposed: async () => {
-      const stopping = engine;
-      engine = null;
-      services.engine = await observe();
-      await stopping?.shutdown();
-    },
-    renewEveryMs: ENGINE_LEASE_MS / 3,
-    retryEveryMs: STANDBY_RETRY_MS,
-  });
-  return { stop: () => campaign.stop() };
-}
 
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
@@ -203,7 +142,18 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
     // is created, or it would never be shown.
-    const engine = config.engine === 'docker' ? await runEngine(config, deps, services, app.log) : null;
+    const engine =
+      config.engine === 'docker'
+        ? await superviseEngine({
+            store: deps.store,
+            clock: deps.clock,
+            ids: deps.ids,
+            log: app.log,
+            handle: services.engine,
+            startLeader: () => startEngine(config, deps, services, app.log),
+            standby: () => observeEngine(config, deps),
+          })
+        : null;
     let url: string;
     try {
       url = await app.listen({ host: config.listen.host, port: config.listen.port });

@@ -1,7 +1,7 @@
 import { WalletService } from '../billing/wallet.service.js';
 import { BuildLog } from '../deploy/build-log.js';
-import { DeployService, idleEngine } from '../deploy/deploy.service.js';
-import type { Engine } from '../domain/ports.js';
+import { DeployService } from '../deploy/deploy.service.js';
+import { EngineHandle } from '../deploy/engine-handle.js';
 import { DeployQueue } from '../deploy/queue.js';
 import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';
@@ -30,8 +30,8 @@ export interface Services {
   buildLog: BuildLog;
   queue: DeployQueue;
   deploys: DeployService;
-  /** the orchestrator, once `serve` has started one; until then deployments only queue */
-  engine: Engine;
+  /** the engine the services talk to: idle (deployments only queue) until `serve` points it at one */
+  readonly engine: EngineHandle;
   envVars: EnvService;
   domains: DomainService;
   uptime: UptimeService;
@@ -45,23 +45,23 @@ export function createServices(deps: Deps): Services {
   const wallets = new WalletService(deps);
   const installations = new GitHubInstallationService(deps);
   const queue = new DeployQueue(deps, LEASE_MS);
-  const services: Services = {
+  const engine = new EngineHandle();
+  return {
     apiKeys,
     workspaces: new WorkspaceService(deps),
     members: new MemberService(deps),
     invitations: new InvitationService(deps, apiKeys),
     wallets,
-    projects: new ProjectService(deps, () => services.engine),
+    projects: new ProjectService(deps, () => engine),
     installations,
     git: new GitService(deps),
     deployments: new DeploymentService(deps),
     buildLog: new BuildLog(deps),
     queue,
-    deploys: new DeployService(deps, queue, wallets, () => services.engine),
-    engine: idleEngine,
+    deploys: new DeployService(deps, queue, wallets, engine),
+    engine,
     envVars: new EnvService(deps),
-    domains: new DomainService(deps, (projectId) => services.engine.routesChanged(projectId)),
+    domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
     uptime: new UptimeService(deps),
   };
-  return services;
 }

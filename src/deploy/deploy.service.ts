@@ -44,7 +44,8 @@ export class DeployService {
     private readonly deps: Deps,
     private readonly queue: DeployQueue,
     private readonly wallets: WalletService,
-    private readonly engine: () => Engine,
+    /** the engine of the moment (an EngineHandle) */
+    private readonly engine: Engine,
   ) {}
 
   async deploy(access: Access, projectSlug: string, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<DeploymentView> {
@@ -100,7 +101,7 @@ export class DeployService {
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
     await refreshProjectStatus(this.deps.store.db, project.id, iso(this.deps.clock.now()));
-    await this.engine().stop(project, target);
+    await this.engine.stop(project, target);
     return deploymentView(stopped);
   }
 
@@ -109,7 +110,7 @@ export class DeployService {
     const current = await servingDeployment(this.deps.store.db, project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
-    await this.engine().restart(project, current);
+    await this.engine.restart(project, current);
     return project;
   }
 
@@ -189,7 +190,7 @@ export class DeployService {
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {
     const row = await this.queue.enqueue(input);
     await refreshProjectStatus(this.deps.store.db, input.projectId, iso(this.deps.clock.now()));
-    this.engine().wake();
+    this.engine.wake();
     return deploymentView(row);
   }
 

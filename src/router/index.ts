@@ -1,5 +1,6 @@
-import type { Random } from '../domain/clock.js';
-import { nginxBinary, NginxDriver, NginxMissingError, type NginxDriverOptions } from './nginx.driver.js';
+import type { Clock, Random } from '../domain/clock.js';
+import { NginxDriver, type NginxDriverOptions } from './nginx.driver.js';
+import { nginxBinary, NginxMissingError } from './nginx.process.js';
 import { NodeProxyDriver, type NodeProxyOptions } from './node-proxy.driver.js';
 import type { AcmeChallenges } from './acme-challenges.js';
 import { silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsOptions } from './router.js';
@@ -8,7 +9,8 @@ export { RouteTable, normaliseHost, type Route, type Upstream, type ProjectRoute
 export { formatAddress, silentLog, type ListenAddress, type RouterDriver, type RouterLog, type TlsCertificate, type TlsOptions } from './router.js';
 export { AcmeChallenges, ACME_CHALLENGE_PATH } from './acme-challenges.js';
 export { checkCertificate } from './tls-certificates.js';
-export { NginxDriver, NginxMissingError, findNginx, type NginxDriverOptions } from './nginx.driver.js';
+export { NginxDriver, type NginxDriverOptions } from './nginx.driver.js';
+export { NginxMissingError, findNginx } from './nginx.process.js';
 export { NodeProxyDriver, type NodeProxyOptions } from './node-proxy.driver.js';
 
 /** `auto`: nginx where the binary exists, the Node proxy otherwise (docs/decisions.md#router). */
@@ -30,8 +32,10 @@ export interface RouterConfig {
   challenges?: AcmeChallenges;
   log?: RouterLog;
   random?: Random;
+  /** the nginx driver's clock (default: the system's) */
+  clock?: Clock;
   /** tuning of either driver (timeouts, workers, access log) */
-  nginx?: Omit<NginxDriverOptions, Shared | 'dir' | 'binary' | 'random'>;
+  nginx?: Omit<NginxDriverOptions, Shared | 'dir' | 'binary' | 'random' | 'clock'>;
   node?: Omit<NodeProxyOptions, Shared>;
 }
 
@@ -69,6 +73,7 @@ function nginxDriver(cfg: RouterConfig, binary: string | undefined, log: RouterL
     ...acmeOptions(cfg),
     log,
     ...(cfg.random === undefined ? {} : { random: cfg.random }),
+    ...(cfg.clock === undefined ? {} : { clock: cfg.clock }),
   });
 }
 

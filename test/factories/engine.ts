@@ -49,7 +49,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   // open like a default install's ./data, so that nginx's workers reach the router directory
   chmodSync(workDir, 0o755);
   const runtime = opts.runtime ?? new DockerRuntime({ docker: new Docker() });
-  const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router') });
+  const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router'), clock: s.deps.clock });
   const instance = await instanceId(s.store);
   const orchestrator = new Orchestrator({
     deps: s.deps,
@@ -71,7 +71,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     reconcileEveryMs: 1000,
     ...opts.tune,
   });
-  s.services.engine = orchestrator;
+  s.services.engine.use(orchestrator);
   await orchestrator.start();
   return {
     orchestrator,

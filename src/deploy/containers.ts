@@ -1,0 +1,190 @@
+import type { Clock } from '../domain/clock.js';
+import type { Pod } from '../domain/ports.js';
+import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
+import { UnusableEnvError, type EnvService } from '../env/env.service.js';
+import type { ProjectRow } from '../projects/resolve.js';
+import { ramBytes } from '../projects/resources.js';
+import type { Upstream } from '../router/index.js';
+import { DeployFailure } from './failure.js';
+
+/**
+ * The containers of this installation on the engine: how a project's container is specified
+ * and started, how the router and the health check reach one (docs/decisions.md#upstream-addressing),
+ * the workspace networks they join, and their removal. Every container and image Slipway makes
+ * carries the instance label, so that one engine can serve several installations; the rollout,
+ * the reconciler and the status view all go through here.
+ */
+
+export const INSTANCE_LABEL = 'slipway.instance';
+/** On images: the project that built them, for retention (a busy project keeps all of its). */
+export const PROJECT_LABEL = 'slipway.image.project';
+
+export type UpstreamMode = 'published' | 'network';
+
+export interface EngineLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface ContainersOptions {
+  runtime: Runtime;
+  envVars: EnvService;
+  clock: Clock;
+  log: EngineLog;
+  instanceId: string;
+  upstreamMode: UpstreamMode;
+  /** Slipway's own container, when it runs in one: joined to every workspace network (`network` mode) */
+  self: string | undefined;
+}
+
+export const instanceLabels = (instanceId: string): Record<string, string> => ({ [INSTANCE_LABEL]: instanceId });
+
+/** How the router and the health check reach a container, or null while they cannot (docs/decisions.md#upstream-addressing). */
+export function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
+  if (mode === 'network') return c.networkAddress === null || c.port === null ? null : { host: c.networkAddress, port: c.port };
+  return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
+}
+
+/** A deployment's containers as pods, with their resource use, from the engine. */
+export async function podsOf(runtime: Runtime, labels: Record<string, string>, projectId: string, deploymentId: string): Promise<Pod[]> {
+  const containers = await runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels });
+  // Stats take a sampling window each: ask for all pods at once.
+  return Promise.all(
+    containers.map(async (c) => {
+      const usage = c.state === 'running' ? await runtime.stats(c.id) : null;
+      return {
+        name: c.name,
+        status: c.state.charAt(0).toUpperCase() + c.state.slice(1),
+        ready: c.state === 'running',
+        restarts: c.restartCount,
+        startedAt: c.startedAt,
+        cpuMillicores: usage?.cpuMillicores ?? 0,
+        memoryBytes: usage?.memoryBytes ?? 0,
+      };
+    }),
+  );
+}
+
+export function groupBy<T>(items: readonly T[], key: (item: T) => string | undefined): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    if (k === undefined) continue;
+    const group = groups.get(k);
+    if (group === undefined) groups.set(k, [item]);
+    else group.push(item);
+  }
+  return groups;
+}
+
+export class InstanceContainers {
+  readonly labels: Record<string, string>;
+  readonly mode: UpstreamMode;
+  /** workspace networks Slipway's own container was attached to */
+  private readonly joined = new Set<string>();
+
+  constructor(private readonly o: ContainersOptions) {
+    this.labels = instanceLabels(o.instanceId);
+    this.mode = o.upstreamMode;
+  }
+
+  ownerOf(project: ProjectRow, deploymentId: string): Owner {
+    return { workspace: project.workspace_id, project: project.id, deployment: deploymentId };
+  }
+
+  /** A suffix that keeps a replacement container's name apart from the one it replaces. */
+  stamp(): string {
+    return this.o.clock.now().getTime().toString(36);
+  }
+
+  async envOf(project: ProjectRow): Promise<Record<string, string>> {
+    try {
+      return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
+    } catch (err) {
+      throw err instanceof UnusableEnvError ? new DeployFailure(err.message) : err;
+    }
+  }
+
+  /**
+   * `network` is the workspace's, `ws-<slug>`: the callers already know the slug. A `hostPort`
+   * taken meanwhile gives way to one the engine picks.
+   */
+  async start(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string, hostPort?: number): Promise<ContainerInfo> {
+    const spec = {
+      name,
+      image,
+      env,
+      owner,
+      cpu: Number(project.cpu),
+      memoryBytes: ramBytes(project.ram),
+      network,
+      aliases: [project.slug],
+      port: project.port,
+      publish: this.mode === 'published',
+      labels: this.labels,
+      restart: { kind: 'unless-stopped' as const },
+      init: true,
+    };
+    if (hostPort !== undefined) {
+      try {
+        return await this.o.runtime.run({ ...spec, hostPort });
+      } catch (err) {
+        if (!(err instanceof HostPortTakenError)) throw err;
+        this.o.log.info({ hostPort, container: name }, 'the chosen host port was taken; the engine picks one');
+      }
+    }
+    return this.o.runtime.run(spec);
+  }
+
+  async remove(selector: { project: string; deployment?: string }): Promise<void> {
+    const containers = await this.o.runtime.list({ owner: selector, labels: this.labels });
+    await Promise.all(
+      containers.map(async (c) => {
+        await this.o.runtime.stop(c.id, { graceSeconds: 10 });
+        await this.o.runtime.remove(c.id);
+      }),
+    );
+  }
+
+  /** A deployment's containers, as the engine sees them now. */
+  of(projectId: string, deploymentId: string): Promise<ContainerInfo[]> {
+    return this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
+  }
+
+  /** Every container of this installation, by the deployment that owns it: one engine call for a whole pass. */
+  async byDeployment(): Promise<Map<string, ContainerInfo[]>> {
+    return groupBy(await this.o.runtime.list({ labels: this.labels }), (c) => c.owner?.deployment);
+  }
+
+  /** The running containers among `containers`, as the router reaches them. */
+  upstreamsFrom(containers: readonly ContainerInfo[]): Upstream[] {
+    return containers.flatMap((c) => {
+      const a = c.state === 'running' ? addressOf(c, this.mode) : null;
+      return a === null ? [] : [a];
+    });
+  }
+
+  pods(projectId: string, deploymentId: string): Promise<Pod[]> {
+    return podsOf(this.o.runtime, this.labels, projectId, deploymentId);
+  }
+
+  /** The workspace's network, created when missing, with Slipway's own container attached in `network` mode. */
+  async network(ws: { id: string; slug: string }): Promise<string> {
+    const name = `ws-${ws.slug}`;
+    await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels }).catch((err: unknown) => {
+      // the address pool is full: the deployment says so, instead of "internal error"
+      throw err instanceof NetworkPoolFullError ? new DeployFailure(err.message) : err;
+    });
+    if (this.mode === 'network' && this.o.self !== undefined && !this.joined.has(name)) {
+      await this.o.runtime.connect(name, this.o.self);
+      this.joined.add(name);
+    }
+    return name;
+  }
+
+  /** A removed network: a new workspace with the same slug gets a new one, which Slipway's container must join again. */
+  forgetNetwork(name: string): void {
+    this.joined.delete(name);
+  }
+}

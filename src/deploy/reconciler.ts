@@ -1,0 +1,196 @@
+import { iso, type Clock } from '../domain/clock.js';
+import { ACTIVE, LEASED } from '../domain/deployment.js';
+import type { ContainerInfo, Runtime } from '../domain/runtime.js';
+import type { ProjectRow } from '../projects/resolve.js';
+import { refreshProjectStatus, servingDeployment } from '../projects/status.js';
+import type { Store } from '../store/db.js';
+import type { DeploymentRow } from '../store/schema.js';
+import type { EngineLog, InstanceContainers } from './containers.js';
+import { INTERRUPTED } from './failure.js';
+import type { ProjectLocks } from './project-locks.js';
+import type { DeployQueue } from './queue.js';
+import type { Retention } from './retention.js';
+import type { RoutingState } from './routing-state.js';
+
+export interface ReconcilerOptions {
+  store: Store;
+  clock: Clock;
+  queue: DeployQueue;
+  runtime: Runtime;
+  containers: InstanceContainers;
+  routing: RoutingState;
+  locks: ProjectLocks;
+  retention: Retention;
+  log: EngineLog;
+  /** a rolling restart, as the engine runs it for a request (Orchestrator.restart) */
+  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+}
+
+/** A container restarted this often by the engine, and not running now, is crash-looping. */
+const CRASH_LOOP_RESTARTS = 3;
+/** How often a reconciler failure that recurs at every pass (an orphan the engine cannot remove) is logged. */
+const COMPLAIN_EVERY_MS = 10 * 60_000;
+
+/**
+ * The periodic pass that brings the engine and the router in line with the store: it reaps
+ * dead leases, removes orphaned containers, heals serving deployments (missing replicas,
+ * crash loops), runs the restarts a standby recorded, syncs the whole route table and, when
+ * due, the retention sweeps. Each step, each orphan and each project stands on its own: one
+ * that fails is logged (once per COMPLAIN_EVERY_MS while it recurs) and the rest of the pass
+ * runs. It also fails, at start, what an embedded store's previous process left in progress.
+ */
+export class Reconciler {
+  /** when each repeated failure was last logged (complain()), by what failed */
+  private readonly complained = new Map<string, number>();
+
+  constructor(private readonly o: ReconcilerOptions) {}
+
+  /** Deployments left in progress by a stopped process fail with "Interrupted"; their containers go. */
+  async failInterrupted(): Promise<void> {
+    const db = this.o.store.db;
+    const now = iso(this.o.clock.now());
+    const rows = await db
+      .updateTable('deployments')
+      .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
+      .where('status', 'in', LEASED)
+      .returning(['id', 'project_id'])
+      .execute();
+    for (const r of rows) {
+      await this.o.containers.remove({ project: r.project_id, deployment: r.id });
+      await refreshProjectStatus(db, r.project_id, now);
+    }
+  }
+
+  /**
+   * Bring the engine and the router in line with the store: reap dead leases, remove containers
+   * no serving or in-progress deployment owns (orphans), and route every serving deployment to
+   * its running containers (host ports change when the engine restarts a container).
+   */
+  async pass(): Promise<void> {
+    const { store, clock, queue, retention } = this.o;
+    const db = store.db;
+    this.forgetOldComplaints();
+    await this.step('reaping dead leases', async () => {
+      for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(clock.now()));
+    });
+    const state = await this.step('reading the deployments and the containers', async () => {
+      const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', [...LEASED, 'running']).execute();
+      return { wanted, seen: await this.o.containers.byDeployment() };
+    });
+    if (state !== undefined) {
+      await this.removeOrphans(new Set(state.wanted.map((w) => w.id)), state.seen);
+      const serving = [...new Set(state.wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
+      for (const projectId of serving) {
+        await this.o.locks.run(projectId, async () => {
+          // Read again under the lock: a rollout in progress heals nothing.
+          const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ACTIVE).executeTakeFirst();
+          if (active !== undefined) return;
+          await this.heal(projectId, state.seen);
+        }).catch((err: unknown) => {
+          // One project that cannot be healed (its image is gone) must not stop the others.
+          this.complain(`heal:${projectId}`, { err, project: projectId }, 'cannot restore the containers of a serving deployment');
+        });
+      }
+    }
+    await this.step('running the restarts a standby recorded', () => this.restartRequested());
+    // A failed route sync is logged by the routing queue ('router update failed').
+    await this.o.routing.sync().catch(() => undefined);
+    if (retention.due()) {
+      await this.step('removing unneeded images', () => retention.sweepImages());
+      await this.step('removing the networks of deleted workspaces', () => retention.sweepNetworks());
+    }
+  }
+
+  /**
+   * Stops and removes the containers no serving or in-progress deployment owns, each on its own:
+   * one the engine refuses to remove is logged (once per COMPLAIN_EVERY_MS) and tried again at
+   * the next pass, and the others go.
+   */
+  private async removeOrphans(keep: ReadonlySet<string>, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+    const { runtime } = this.o;
+    for (const [deployment, containers] of seen) {
+      if (keep.has(deployment)) continue;
+      for (const c of containers) {
+        try {
+          // The removal is forced: it kills a container that would not stop.
+          await runtime.stop(c.id, { graceSeconds: 5 }).catch(() => undefined);
+          await runtime.remove(c.id);
+          this.complained.delete(`orphan:${c.id}`);
+          this.o.log.info({ container: c.name }, 'removed an orphaned container');
+        } catch (err) {
+          this.complain(`orphan:${c.id}`, { err, container: c.name }, 'an orphaned container could not be removed; the reconciler tries again at each pass');
+        }
+      }
+    }
+  }
+
+  /**
+   * A serving deployment with fewer containers than replicas (one was removed behind Slipway's
+   * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
+   */
+  private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+    const { store, clock, containers: instance } = this.o;
+    const db = store.db;
+    const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
+    const d = await servingDeployment(db, projectId);
+    if (project === undefined || d?.image == null) return;
+    let containers = seen.get(d.id) ?? [];
+    // The pass's snapshot may predate a rollout that finished since: ask the engine again before acting.
+    if (containers.length < project.replicas) containers = await instance.of(projectId, d.id);
+    const missing = project.replicas - containers.length;
+    if (missing > 0) {
+      const env = await instance.envOf(project);
+      const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      const network = await instance.network(ws);
+      for (let i = 0; i < missing; i++) {
+        this.o.log.info({ project: project.slug }, 'replacing a missing container');
+        await instance.start(project, instance.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${instance.stamp()}${i.toString()}`, network);
+      }
+    }
+    const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
+    const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running');
+    const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
+    if (status !== null && status !== project.status) {
+      await db.updateTable('projects').set({ status, updated_at: iso(clock.now()) }).where('id', '=', projectId).execute();
+    }
+  }
+
+  /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
+  private async restartRequested(): Promise<void> {
+    const db = this.o.store.db;
+    const asked = await db.selectFrom('deployments').selectAll().where('status', '=', 'running').where('restart_requested_at', 'is not', null).execute();
+    for (const d of asked) {
+      const taken = await db.updateTable('deployments').set({ restart_requested_at: null }).where('id', '=', d.id).where('restart_requested_at', '=', d.restart_requested_at).executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 0) continue;
+      const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
+      if (project === undefined) continue;
+      this.o.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
+      await this.o.restart(project, d);
+    }
+  }
+
+  /** One step of a pass: its failure is logged (once per COMPLAIN_EVERY_MS) and the pass goes on. */
+  private async step<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.complain(`step:${what}`, { err }, `reconcile: ${what} failed; the next pass tries again`);
+      return undefined;
+    }
+  }
+
+  /** Logs a failure, unless the same one (`key`) was logged less than COMPLAIN_EVERY_MS ago. */
+  private complain(key: string, obj: object, msg: string): void {
+    const now = this.o.clock.now().getTime();
+    const last = this.complained.get(key);
+    if (last !== undefined && now - last < COMPLAIN_EVERY_MS) return;
+    this.complained.set(key, now);
+    this.o.log.error(obj, msg);
+  }
+
+  /** Failures logged long enough ago are logged again when they recur (and the map stays small). */
+  private forgetOldComplaints(): void {
+    const now = this.o.clock.now().getTime();
+    for (const [key, at] of this.complained) if (now - at >= COMPLAIN_EVERY_MS) this.complained.delete(key);
+  }
+}
