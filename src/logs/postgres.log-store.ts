@@ -5,16 +5,14 @@ import type {
   LogDirection,
   LogEntry,
   LogFilter,
-  LogPage,
-  LogPageRequest,
-  LogPosition,
   LogStore,
   LogUsage,
   RetentionPolicy,
   RetentionResult,
 } from '../domain/logs.js';
 import type { DB } from '../store/schema.js';
-import { byProject, checkCount, checkFilter, checkLine, DELETE_CHUNK, encodeCursor, resolvePage, storedMessage, streamCode, streamName, utf8Bytes } from './log-query.js';
+import { byProject, checkLine, DELETE_CHUNK, storedMessage, streamCode, streamName, utf8Bytes } from './log-query.js';
+import { PagedLogStore } from './paged.js';
 
 // The PostgreSQL driver, for installs whose replicas share one PostgreSQL store: the tables live
 // in the main database (migration 2026-11-26T000000-runtime-logs). A batch is one transaction
@@ -44,13 +42,15 @@ const toEntry = (r: LineRow): LogEntry => ({
 /** pg returns bigint and count(*) as strings */
 const num = (v: string | number | null): number => (v === null ? 0 : Number(v));
 
-export class PostgresLogStore implements LogStore {
+export class PostgresLogStore extends PagedLogStore implements LogStore {
   readonly driver = 'postgres';
   /** (project key, deployment, pod) → source key; only committed keys get here */
   private readonly sources = new Map<string, number>();
 
   /** `db` is the main store's: the log tables come with its migrations. */
-  constructor(private readonly db: Kysely<DB>) {}
+  constructor(private readonly db: Kysely<DB>) {
+    super();
+  }
 
   async append(batch: LogBatch): Promise<void> {
     for (const line of batch.lines) checkLine(line);
@@ -120,7 +120,7 @@ export class PostgresLogStore implements LogStore {
   }
 
   /** Up to `limit` entries past `from` (exclusive) in `direction`, in one statement. */
-  private async scan(projectId: string, filter: LogFilter, direction: LogDirection, from: number | null, limit: number): Promise<LogEntry[]> {
+  protected async scan(projectId: string, filter: LogFilter, direction: LogDirection, from: number | null, limit: number): Promise<LogEntry[]> {
     const where: RawBuilder<unknown>[] = [sql`l.project_key = (select key from log_projects where project_id = ${projectId})`];
     if (from !== null) where.push(direction === 'asc' ? sql`l.id > ${from}` : sql`l.id < ${from}`);
     if (filter.start !== undefined) where.push(sql`l.ts >= ${filter.start}`);
@@ -140,42 +140,6 @@ export class PostgresLogStore implements LogStore {
     return rows.map(toEntry);
   }
 
-  async query(projectId: string, request: LogPageRequest): Promise<LogPage> {
-    const { limit, direction, from } = resolvePage(request);
-    const rows = await this.scan(projectId, request, direction, from, limit + 1);
-    const entries = rows.slice(0, limit);
-    const last = entries.at(-1);
-    return { entries, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(direction, last.id) : null };
-  }
-
-  async *stream(projectId: string, filter: LogFilter & { direction?: LogDirection | undefined }, pageSize = 1000): AsyncIterable<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(pageSize, 'pageSize');
-    const direction = filter.direction ?? 'desc';
-    let from: number | null = null;
-    for (;;) {
-      const page = await this.scan(projectId, filter, direction, from, pageSize);
-      const last = page.at(-1);
-      if (last === undefined) return;
-      yield page;
-      if (page.length < pageSize) return;
-      from = last.id;
-    }
-  }
-
-  async tail(projectId: string, n: number, filter: LogFilter = {}): Promise<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(n, 'n');
-    return (await this.scan(projectId, filter, 'desc', null, n)).reverse();
-  }
-
-  async after(projectId: string, position: LogPosition, limit: number, filter: LogFilter = {}): Promise<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(limit, 'limit');
-    if ('afterId' in position) return this.scan(projectId, filter, 'asc', position.afterId, limit);
-    const start = filter.start === undefined ? position.since : Math.max(filter.start, position.since);
-    return this.scan(projectId, { ...filter, start }, 'asc', null, limit);
-  }
 
   async usage(projectId: string): Promise<LogUsage> {
     const { rows } = await sql<{ lines: string; bytes: string; dropped: string; oldest: string | null; newest: string | null }>`

@@ -8,15 +8,13 @@ import type {
   LogDirection,
   LogEntry,
   LogFilter,
-  LogPage,
-  LogPageRequest,
-  LogPosition,
   LogStore,
   LogUsage,
   RetentionPolicy,
   RetentionResult,
 } from '../domain/logs.js';
-import { byProject, checkCount, checkFilter, checkLine, DELETE_CHUNK, encodeCursor, resolvePage, storedMessage, streamCode, streamName, utf8Bytes } from './log-query.js';
+import { byProject, checkLine, DELETE_CHUNK, storedMessage, streamCode, streamName, utf8Bytes } from './log-query.js';
+import { PagedLogStore } from './paged.js';
 
 // The embedded driver: its own database file next to the store's (`<data dir>/logs.db`), so that
 // log volume never holds the control plane's write lock, on its own connection with WAL.
@@ -99,7 +97,7 @@ const toEntry = (r: LineRow): LogEntry => ({
 
 type Param = string | number | null;
 
-export class SqliteLogStore implements LogStore {
+export class SqliteLogStore extends PagedLogStore implements LogStore {
   readonly driver = 'sqlite';
   private readonly db: SQLite.Database;
   private readonly statements = new Map<string, SQLite.Statement>();
@@ -109,6 +107,7 @@ export class SqliteLogStore implements LogStore {
 
   /** Opens (creating when missing) the log database file; readable by its owner only, like the store. */
   constructor(file: string) {
+    super();
     if (file !== ':memory:') {
       mkdirSync(dirname(file), { recursive: true });
       if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
@@ -184,7 +183,7 @@ export class SqliteLogStore implements LogStore {
    * Up to `limit` entries past `from` (exclusive) in `direction`. With a filter that may skip
    * most rows, ids are scanned a window at a time, yielding between windows.
    */
-  private async scan(projectId: string, filter: LogFilter, direction: LogDirection, from: number | null, limit: number): Promise<LogEntry[]> {
+  protected async scan(projectId: string, filter: LogFilter, direction: LogDirection, from: number | null, limit: number): Promise<LogEntry[]> {
     const p = this.project(projectId);
     if (p === undefined) return [];
     const where: string[] = [];
@@ -234,42 +233,6 @@ export class SqliteLogStore implements LogStore {
     return out;
   }
 
-  async query(projectId: string, request: LogPageRequest): Promise<LogPage> {
-    const { limit, direction, from } = resolvePage(request);
-    const rows = await this.scan(projectId, request, direction, from, limit + 1);
-    const entries = rows.slice(0, limit);
-    const last = entries.at(-1);
-    return { entries, nextCursor: rows.length > limit && last !== undefined ? encodeCursor(direction, last.id) : null };
-  }
-
-  async *stream(projectId: string, filter: LogFilter & { direction?: LogDirection | undefined }, pageSize = 1000): AsyncIterable<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(pageSize, 'pageSize');
-    const direction = filter.direction ?? 'desc';
-    let from: number | null = null;
-    for (;;) {
-      const page = await this.scan(projectId, filter, direction, from, pageSize);
-      const last = page.at(-1);
-      if (last === undefined) return;
-      yield page;
-      if (page.length < pageSize) return;
-      from = last.id;
-    }
-  }
-
-  async tail(projectId: string, n: number, filter: LogFilter = {}): Promise<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(n, 'n');
-    return (await this.scan(projectId, filter, 'desc', null, n)).reverse();
-  }
-
-  async after(projectId: string, position: LogPosition, limit: number, filter: LogFilter = {}): Promise<LogEntry[]> {
-    checkFilter(filter);
-    checkCount(limit, 'limit');
-    if ('afterId' in position) return this.scan(projectId, filter, 'asc', position.afterId, limit);
-    const start = filter.start === undefined ? position.since : Math.max(filter.start, position.since);
-    return this.scan(projectId, { ...filter, start }, 'asc', null, limit);
-  }
 
   usage(projectId: string): Promise<LogUsage> {
     const p = this.project(projectId);

@@ -2,7 +2,7 @@ import type { Role } from '../../domain/roles.js';
 import { lockClause } from '../dialects.js';
 import type { MembersTable } from '../schema.js';
 import { Repository } from './repository.js';
-import type { WorkspaceAccess } from './workspaces.js';
+import { asAccess, workspacesWithRole, type WorkspaceAccess } from './workspaces.js';
 
 /** A member with the user's e-mail and name. */
 export interface MemberDetail {
@@ -45,32 +45,12 @@ export class MemberRepository extends Repository {
   }
 
   private async readAccessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
-    const row = await this.db
-      .selectFrom('workspaces')
-      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
-      .selectAll('workspaces')
-      .select('members.role')
-      .where('workspaces.slug', '=', slug)
-      .where('members.user_id', '=', userId)
-      .executeTakeFirst();
-    if (row === undefined) return undefined;
-    const { role, ...workspace } = row;
-    return { workspace, role };
+    return asAccess(await workspacesWithRole(this.db, userId).where('workspaces.slug', '=', slug).executeTakeFirst());
   }
 
   /** The same by the workspace's id. */
   async access(workspaceId: string, userId: string): Promise<WorkspaceAccess | undefined> {
-    const row = await this.db
-      .selectFrom('members')
-      .innerJoin('workspaces', 'workspaces.id', 'members.workspace_id')
-      .selectAll('workspaces')
-      .select('members.role')
-      .where('members.workspace_id', '=', workspaceId)
-      .where('members.user_id', '=', userId)
-      .executeTakeFirst();
-    if (row === undefined) return undefined;
-    const { role, ...workspace } = row;
-    return { workspace, role };
+    return asAccess(await workspacesWithRole(this.db, userId).where('workspaces.id', '=', workspaceId).executeTakeFirst());
   }
 
   async add(row: MembersTable): Promise<void> {

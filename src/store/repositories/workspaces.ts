@@ -1,7 +1,7 @@
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
 import { lockClause, toNumber } from '../dialects.js';
-import type { WorkspacesTable } from '../schema.js';
+import type { DB, WorkspacesTable } from '../schema.js';
 import { Repository } from './repository.js';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
@@ -58,16 +58,8 @@ export class WorkspaceRepository extends Repository {
 
   /** The workspaces `userId` is a member of, oldest first. */
   async ofMember(userId: string): Promise<WorkspaceAccess[]> {
-    const rows = await this.db
-      .selectFrom('workspaces')
-      .innerJoin('members', 'members.workspace_id', 'workspaces.id')
-      .selectAll('workspaces')
-      .select('members.role')
-      .where('members.user_id', '=', userId)
-      .orderBy('workspaces.created_at')
-      .orderBy('workspaces.id')
-      .execute();
-    return rows.map(({ role, ...workspace }) => ({ workspace, role }));
+    const rows = await workspacesWithRole(this.db, userId).orderBy('workspaces.created_at').orderBy('workspaces.id').execute();
+    return rows.map((row) => asAccess(row));
   }
 
   async update(id: string, patch: Pick<WorkspaceRow, 'name' | 'settings' | 'updated_at'>): Promise<void> {
@@ -95,4 +87,16 @@ export class WorkspaceRepository extends Repository {
       .executeTakeFirstOrThrow();
     return toNumber(n);
   }
+}
+
+/** The workspaces `userId` belongs to, each with the user's role: the base of every access read. */
+export const workspacesWithRole = (db: Kysely<DB>, userId: string) =>
+  db.selectFrom('workspaces').innerJoin('members', 'members.workspace_id', 'workspaces.id').selectAll('workspaces').select('members.role').where('members.user_id', '=', userId);
+
+export function asAccess(row: WorkspaceRow & { role: Role }): WorkspaceAccess;
+export function asAccess(row: (WorkspaceRow & { role: Role }) | undefined): WorkspaceAccess | undefined;
+export function asAccess(row: (WorkspaceRow & { role: Role }) | undefined): WorkspaceAccess | undefined {
+  if (row === undefined) return undefined;
+  const { role, ...workspace } = row;
+  return { workspace, role };
 }
