@@ -15,6 +15,8 @@ import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
 import { deployActionRoutes } from './routes/deployments/actions.routes.js';
 import { buildLogRoutes } from './routes/deployments/build-logs.routes.js';
+import { liveLogRoutes } from './routes/logs/live-logs.routes.js';
+import type { LiveLogs } from '../logs/live.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
@@ -46,6 +48,8 @@ export interface AppDeps extends Deps {
   streamRecheckMs?: number;
   /** rate-limit refusals are logged once per client per this interval (default 60 s) */
   refusalLogMs?: number;
+  /** the live tail's hub (src/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
+  liveLogs?: LiveLogs;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -146,6 +150,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(githubRoutes, { services });
   await app.register(deploymentRoutes, { services });
   await app.register(buildLogRoutes, { services });
+  if (deps.liveLogs !== undefined) await app.register(liveLogRoutes, { services, live: deps.liveLogs });
   await app.register(deployActionRoutes, { services });
   await app.register(walletRoutes, { services });
   await app.register(envRoutes, { services });

@@ -39,6 +39,9 @@ const toEntry = (r: LineRow): LogEntry => ({
   level: r.level,
 });
 
+/** NOTIFY channel of stored batches, payload `<project id> <last id>`: every replica's live tail listens (src/logs/live.ts). */
+export const LOG_CHANNEL = 'slipway_logs';
+
 /** pg returns bigint and count(*) as strings */
 const num = (v: string | number | null): number => (v === null ? 0 : Number(v));
 
@@ -55,6 +58,7 @@ export class PostgresLogStore extends PagedLogStore implements LogStore {
   async append(batch: LogBatch): Promise<void> {
     for (const line of batch.lines) checkLine(line);
     const fresh = new Map<string, number>();
+    const announced: string[] = [];
     await this.db.transaction().execute(async (trx) => {
       const cols = { project: [] as number[], id: [] as number[], ts: [] as number[], source: [] as number[], stream: [] as number[], level: [] as (string | null)[], message: [] as string[] };
       // projects in id order: two replicas' batches lock their project rows in the same order
@@ -85,6 +89,7 @@ export class PostgresLogStore extends PagedLogStore implements LogStore {
             returning key, deployment_id, pod`.execute(trx);
           for (const r of made.rows) fresh.set(keyOf({ deploymentId: r.deployment_id, pod: r.pod }), r.key);
         }
+        announced.push(`${projectId} ${p.last_id}`);
         let id = num(p.last_id) - lines.length;
         lines.forEach((l, i) => {
           cols.project.push(p.key);
@@ -100,6 +105,8 @@ export class PostgresLogStore extends PagedLogStore implements LogStore {
         await sql`insert into log_lines (project_key, id, ts, source_key, stream, level, message)
           select * from unnest(${cols.project}::integer[], ${cols.id}::bigint[], ${cols.ts}::bigint[], ${cols.source}::integer[],
             ${cols.stream}::smallint[], ${cols.level}::text[], ${cols.message}::text[])`.execute(trx);
+        // delivered at commit, so a listener never reads before the lines are visible
+        await sql`select pg_notify(${LOG_CHANNEL}, n) from unnest(${announced}::text[]) as n`.execute(trx);
       }
       for (const d of batch.dropped ?? []) {
         if (d.lines <= 0) continue;

@@ -118,6 +118,7 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/stop', who: 'member', ok: 200, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/stop`, fresh: (s, f) => newDeployment(s, f.connected) },
   // Over plain HTTP the stream route refuses like any other, and points allowed callers at the handshake.
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs', who: 'member', ok: 400, path: (f) => `${ws(f)}/projects/${f.connected.slug}/deployments/${f.deploymentId}/logs` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/live-logs', who: 'member', ok: 400, path: (f) => `${proj(f)}/live-logs` },
   { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
   { method: 'PUT', url: '/api/workspaces/:slug/wallet/alert-threshold', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/alert-threshold`, body: () => ({ threshold: 100 }) },
 

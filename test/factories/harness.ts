@@ -13,6 +13,9 @@ import { findOrCreateUser } from '../../src/tenancy/users.js';
 import { createWorkspace } from '../../src/tenancy/workspaces.service.js';
 import type { RateLimit } from '../../src/api/rate-limit.js';
 import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
+import type { LogStore } from '../../src/domain/logs.js';
+import { LiveLogs } from '../../src/logs/live.js';
+import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
 
 /** A clock the test can move; starts at the real time so that expiry maths stays realistic. */
 export class TestClock implements Clock {
@@ -48,6 +51,9 @@ export interface TestServer {
   deps: Deps;
   clock: TestClock;
   database: TestDatabase;
+  /** the runtime log store, and the live tail over it (notify it after appending) */
+  logStore: LogStore;
+  liveLogs: LiveLogs;
   /** every line the server logged */
   logs: string[];
   request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<Reply<T>>;
@@ -82,6 +88,8 @@ export async function startTestServer(
       cb();
     },
   });
+  const logStore = openLogStore(store, sqliteLogFile(database.url));
+  const liveLogs = new LiveLogs({ store: logStore, postgresUrl: database.kind === 'postgres' ? database.url : undefined });
   const { app, services } = await buildApp({
     ...deps,
     rateLimit: opts.rateLimit ?? GENEROUS,
@@ -92,6 +100,7 @@ export async function startTestServer(
     ...(opts.streamRecheckMs === undefined ? {} : { streamRecheckMs: opts.streamRecheckMs }),
     ...(opts.refusalLogMs === undefined ? {} : { refusalLogMs: opts.refusalLogMs }),
     version: 'test',
+    liveLogs,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
 
@@ -123,10 +132,14 @@ export async function startTestServer(
     deps,
     clock,
     database,
+    logStore,
+    liveLogs,
     logs,
     request,
     close: async () => {
       await app.close();
+      await liveLogs.close();
+      await logStore.close();
       await store.close();
       if (opts.replicaOf === undefined) await database.drop();
     },

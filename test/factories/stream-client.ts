@@ -7,6 +7,8 @@ export interface StreamSession {
   closed: Promise<string[]>;
   /** resolves when `count` frames have arrived */
   received(count: number): Promise<void>;
+  /** the client closes the stream */
+  close(): void;
 }
 
 /** Open a WebSocket log stream with a real client (`ws`). */
@@ -32,5 +34,8 @@ export function openStream(url: string, headers: Record<string, string> = {}): S
         if (frames.length >= count) resolve();
         else waiters.push({ count, resolve });
       }),
+    close: () => {
+      ws.close();
+    },
   };
 }
