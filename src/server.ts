@@ -15,6 +15,7 @@ import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from './store/db.js';
 import { createDeps, StartError } from './create-deps.js';
 import type { Deps } from './deps.js';
+import type { LogStore } from './domain/logs.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -136,6 +137,8 @@ function processExists(pid: number): boolean {
 
 /** How often pending custom domains are checked again in the background. */
 const DOMAIN_VERIFY_EVERY_MS = 60_000;
+/** How often log retention and the per-project size cap are enforced (docs/logs.md#retention). */
+const LOG_RETENTION_EVERY_MS = 3_600_000;
 
 /** How long the deploy engine's lease lasts without renewal (renewed every third of it). */
 const ENGINE_LEASE_MS = 30_000;
@@ -189,8 +192,10 @@ async function runEngine(config: Config, deps: Deps, services: Services, log: Fa
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
+  let logs: LogStore | undefined;
   try {
     const deps = await createDeps(config, store);
+    logs = deps.logs;
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
@@ -218,6 +223,9 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const stopVerifying = services.domains.startBackground(DOMAIN_VERIFY_EVERY_MS, (err) => {
       app.log.error({ err }, 'domain verification pass failed');
     });
+    const stopRetention = services.logs.startBackground(LOG_RETENTION_EVERY_MS, (err) => {
+      app.log.error({ err }, 'log retention pass failed');
+    });
     return {
       app,
       store,
@@ -225,12 +233,15 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       bootstrapped,
       close: async () => {
         await stopVerifying();
+        await stopRetention();
         await engine?.stop();
         await app.close();
+        await deps.logs.close();
         await store.close();
       },
     };
   } catch (err) {
+    await logs?.close();
     await store.close();
     throw err;
   }

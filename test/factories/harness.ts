@@ -7,6 +7,8 @@ import { createStore, type Store } from '../../src/store/db.js';
 import type { Deps, Platform } from '../../src/deps.js';
 import type { Mailer } from '../../src/notify/mailer.js';
 import type { GitHubIntegration } from '../../src/github/installations.js';
+import type { LogStore } from '../../src/domain/logs.js';
+import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
 import { SecretBox } from '../../src/secrets/secret-box.js';
 import { randomBytes } from 'node:crypto';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
@@ -50,6 +52,8 @@ export interface TestServer {
   database: TestDatabase;
   /** every line the server logged */
   logs: string[];
+  /** the apps' runtime logs (deps.logs): tests append lines straight through it */
+  logStore: LogStore;
   request<T = unknown>(method: string, path: string, opts?: RequestOptions): Promise<Reply<T>>;
   close(): Promise<void>;
 }
@@ -64,6 +68,8 @@ export async function startTestServer(
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
   const store = await createStore(database.url);
+  // SQLite: logs.db next to the fresh store's file, as `slipway serve` keeps it
+  const logStore = openLogStore(store, sqliteLogFile(database.url));
   const clock = new TestClock();
   const deps: Deps = {
     store,
@@ -71,6 +77,7 @@ export async function startTestServer(
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
+    logs: logStore,
     platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', ...opts.platform },
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
@@ -124,9 +131,11 @@ export async function startTestServer(
     clock,
     database,
     logs,
+    logStore,
     request,
     close: async () => {
       await app.close();
+      await logStore.close();
       await store.close();
       if (opts.replicaOf === undefined) await database.drop();
     },
