@@ -5,6 +5,7 @@ import type { Deps } from './deps.js';
 import { idSource, systemClock, systemRandom } from './domain/clock.js';
 import type { GitHubIntegration } from './github/installations.js';
 import { GitHubOAuth } from './github/oauth.js';
+import { openLogStore, sqliteLogFile } from './logs/open.js';
 import { createSmtpMailer } from './notify/mailer.js';
 import { loadOrCreateSecretKey } from './secret-key.js';
 import { SecretBox } from './secrets/secret-box.js';
@@ -49,9 +50,12 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
       publicUrl: config.publicUrl,
       invitationTokenInResponse: config.invitationTokenInResponse,
+      logMaxBytesPerProject: config.logMaxBytesPerProject,
     },
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
+    // last: nothing after it can fail and leave it open. The caller closes it with the store.
+    logs: openLogStore(store, sqliteLogFile(config.databaseUrl.replace(/^sqlite:/, ''))),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Clock, IdSource, Random } from './domain/clock.js';
+import type { LogStore } from './domain/logs.js';
 import type { Mailer } from './notify/mailer.js';
 import type { GitHubIntegration } from './github/installations.js';
 import type { SecretBox } from './secrets/secret-box.js';
@@ -22,7 +23,12 @@ export interface Platform {
   limits?: Partial<TenantLimits>;
   /** custom domains: proof of ownership and the limit per project (DEFAULT_DOMAIN_POLICY when absent) */
   domains?: DomainPolicy;
+  /** `--log-max-bytes-per-project`: the bytes of log messages a project keeps; null: no cap; absent: DEFAULT_LOG_MAX_BYTES */
+  logMaxBytesPerProject?: number | null;
 }
+
+/** 1 GiB of messages per project (`--log-max-bytes-per-project`). */
+export const DEFAULT_LOG_MAX_BYTES = 1024 ** 3;
 
 /** How custom domains are trusted (docs/router.md "Custom domains"). */
 export interface DomainPolicy {
@@ -45,6 +51,8 @@ export interface Deps {
   ids: IdSource;
   secrets: SecretBox;
   platform: Platform;
+  /** the apps' runtime logs (docs/logs.md); closed after the store's users stop */
+  logs: LogStore;
   /** outgoing e-mail (`--smtp-url`); absent: Slipway sends none */
   mailer?: Mailer | undefined;
   /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */

@@ -17,6 +17,7 @@ import { createStore, instanceId, type Store } from './store/db.js';
 import { createDeps, StartError } from './create-deps.js';
 import type { Deps } from './deps.js';
 import type { Engine } from './domain/ports.js';
+import type { LogStore } from './domain/logs.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -124,12 +125,16 @@ async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
 
 /** How often pending custom domains are checked again in the background. */
 const DOMAIN_VERIFY_EVERY_MS = 60_000;
+/** How often log retention and the per-project size cap are enforced (docs/logs.md#retention). */
+const LOG_RETENTION_EVERY_MS = 3_600_000;
 
 /** The composition root of `slipway serve`: every adapter is built here and injected. */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
+  let logs: LogStore | undefined;
   try {
     const deps = await createDeps(config, store);
+    logs = deps.logs;
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
@@ -168,6 +173,9 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const stopVerifying = services.domains.startBackground(DOMAIN_VERIFY_EVERY_MS, (err) => {
       app.log.error({ err }, 'domain verification pass failed');
     });
+    const stopRetention = services.logs.startBackground(LOG_RETENTION_EVERY_MS, (err) => {
+      app.log.error({ err }, 'log retention pass failed');
+    });
     return {
       app,
       store,
@@ -175,12 +183,15 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       bootstrapped,
       close: async () => {
         await stopVerifying();
+        await stopRetention();
         await engine?.stop();
         await app.close();
+        await deps.logs.close();
         await store.close();
       },
     };
   } catch (err) {
+    await logs?.close();
     await store.close();
     throw err;
   }

@@ -21,6 +21,7 @@ import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
 import { githubRoutes } from './routes/github/github.routes.js';
+import { logRoutes } from './routes/logs/logs.routes.js';
 import { projectRoutes } from './routes/projects/projects.routes.js';
 import { walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
@@ -156,6 +157,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(envRoutes, { services });
   await app.register(domainsRoutes, { services });
   await app.register(uptimeRoutes, { services });
+  await app.register(logRoutes, { services });
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
 
   return { app, services: services satisfies Services };

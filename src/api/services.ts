@@ -9,6 +9,7 @@ import { GitHubInstallationService } from '../github/installations.js';
 import { ProjectService } from '../projects/projects.service.js';
 import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
+import { LogService } from '../logs/logs.service.js';
 import { UptimeService } from '../uptime/uptime.service.js';
 import { ApiKeyService } from '../tenancy/api-keys.service.js';
 import type { Deps } from '../deps.js';
@@ -35,6 +36,7 @@ export interface Services {
   envVars: EnvService;
   domains: DomainService;
   uptime: UptimeService;
+  logs: LogService;
 }
 
 /** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
@@ -63,5 +65,6 @@ export function createServices(deps: Deps): Services {
     envVars: new EnvService(deps),
     domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
     uptime: new UptimeService(deps),
+    logs: new LogService(deps),
   };
 }

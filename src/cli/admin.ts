@@ -2,6 +2,7 @@ import { systemClock } from '../domain/clock.js';
 import { createDeps } from '../create-deps.js';
 import { isRole, type Role } from '../domain/roles.js';
 import type { Config } from '../config.js';
+import type { LogStore } from '../domain/logs.js';
 import { createStore } from '../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
 import { createNewUser, normalizeEmail } from '../tenancy/users.js';
@@ -19,8 +20,10 @@ export async function createUser(config: Config, input: { email: string; workspa
   if (!isRole(input.role)) throw new CliError(`--role must be one of owner, admin, member (got "${input.role}").`);
   const role: Role = input.role;
   const store = await createStore(config.databaseUrl);
+  let logs: LogStore | undefined;
   try {
     const deps = await createDeps(config, store);
+    logs = deps.logs;
     const keys = new ApiKeyService(deps);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
@@ -37,6 +40,7 @@ export async function createUser(config: Config, input: { email: string; workspa
       throw isUniqueViolation(err) ? taken() : err;
     });
   } finally {
+    await logs?.close();
     await store.close();
   }
 }

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { GitHubAppError } from '../build/github-app.js';
 import { iso, systemClock } from '../domain/clock.js';
 import { createDeps } from '../create-deps.js';
+import type { LogStore } from '../domain/logs.js';
 import { createStore } from '../store/db.js';
 import { CliError } from './admin.js';
 
@@ -16,8 +17,10 @@ export async function linkInstallation(config: Config, input: { workspace: strin
   }
   const installationId = Number(input.installationId);
   const store = await createStore(config.databaseUrl);
+  let logs: LogStore | undefined;
   try {
     const deps = await createDeps(config, store);
+    logs = deps.logs;
     if (deps.github === undefined) throw new CliError('No GitHub App is configured: set --github-app-id and --github-app-private-key-file.');
     const ws = await store.repos.workspaces.bySlug(input.workspace);
     if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
@@ -31,6 +34,7 @@ export async function linkInstallation(config: Config, input: { workspace: strin
     await store.repos.installations.linkByOperator(ws.id, installationId, accountLogin, iso(systemClock.now()));
     return { workspace: ws.slug, installationId, accountLogin };
   } finally {
+    await logs?.close();
     await store.close();
   }
 }

@@ -126,11 +126,17 @@ export class ProjectService {
     return this.view(access, next);
   }
 
-  /** Env vars, domains, the Git connection, the monitor and deployments cascade from the row. */
-  async delete(access: Access, projectSlug: string): Promise<ProjectView> {
+  /**
+   * Env vars, domains, the Git connection, the monitor and deployments cascade from the row. Its
+   * logs go next, in chunks outside the store's transaction (docs/logs.md#layout). Their failure
+   * does not undo the deletion: `logsLeft` hears of it, and the lines age out with the
+   * workspace's retention; nothing reads them, since a new project gets a new id.
+   */
+  async delete(access: Access, projectSlug: string, logsLeft: (err: unknown) => void = () => undefined): Promise<ProjectView> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const view = await this.view(access, row);
     await this.deps.store.repos.projects.delete(row.id);
+    await this.deps.logs.deleteProject(row.id).catch(logsLeft);
     // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
     // claimed by another project at once. (Its containers go as orphans in that pass.) A router
     // that refuses the change is logged by the engine, and its reconciler converges.

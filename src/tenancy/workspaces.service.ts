@@ -85,9 +85,12 @@ export class WorkspaceService {
   /**
    * Everything the workspace owns goes with it in one transaction: members, invitations and
    * API keys (and, through the same foreign keys, every later resource) cascade from this row.
+   * The logs go after it (docs/logs.md#layout); if that fails, `logsLeft` hears of it and the
+   * next retention pass removes the logs of a workspace that is gone.
    */
-  async delete(access: Access): Promise<WorkspaceView> {
+  async delete(access: Access, logsLeft: (err: unknown) => void = () => undefined): Promise<WorkspaceView> {
     await this.deps.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
+    await this.deps.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
     return workspaceView(access.workspace, access.role);
   }
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Kysely } from 'kysely';
+import type { LogStore } from '../../src/domain/logs.js';
 import type { DB } from '../../src/store/schema.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
@@ -45,9 +46,10 @@ const BODIES: Record<string, unknown> = {
   'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
 };
 
-async function snapshot(db: Kysely<DB>, workspaceId: string): Promise<unknown> {
+async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Promise<unknown> {
   const projects = await db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute();
   const ids = projects.map((p) => p.id);
+  const logsOf = async (id: string) => ({ usage: await logs.usage(id), entries: (await logs.query(id, { limit: 1000 })).entries });
   const inProjects = async (table: 'env_vars' | 'domains' | 'git_connections' | 'deployments' | 'uptime_monitors') =>
     ids.length === 0 ? [] : db.selectFrom(table).selectAll().where('project_id', 'in', ids).execute();
   return {
@@ -63,6 +65,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string): Promise<unknown> {
     deployments: await inProjects('deployments'),
     uptime: await inProjects('uptime_monitors'),
     github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
+    logs: await Promise.all(ids.map(logsOf)),
   };
 }
 
@@ -94,6 +97,9 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       .insertInto('deployments')
       .values({ id: deploymentId, project_id: project.body.data?.id ?? '', status: 'running', source: 'git', image: 'b:1', branch: 'main', commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
       .execute();
+    // B's app has written logs: no log route of A's may show or remove them
+    const projectId = project.body.data?.id ?? '';
+    await s.logStore.append({ lines: [{ projectId, workspaceId: b.id, deploymentId, pod: 'web-1', stream: 'stdout', timestamp: Date.now(), message: 'b-only log line' }] });
     // B has linked a GitHub App installation (A knows its id)
     await s.store.db.insertInto('github_installations').values({ workspace_id: b.id, installation_id: B_INSTALLATION, account_login: 'bigcorp', linked_by: b.admin.id, created_at: new Date().toISOString() }).execute();
     const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
@@ -120,7 +126,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
   }
 
   it('answers 404 to a member of A for every route addressed at B, and changes nothing in B', async () => {
-    const before = await snapshot(s.store.db, b.id);
+    const before = await snapshot(s.store.db, b.id, s.logStore);
     const routes = workspaceRoutes();
     expect(routes.length).toBeGreaterThan(20);
     for (const route of routes) {
@@ -133,11 +139,11 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
         }
       }
     }
-    expect(await snapshot(s.store.db, b.id)).toEqual(before);
+    expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
   });
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
-    const before = await snapshot(s.store.db, b.id);
+    const before = await snapshot(s.store.db, b.id, s.logStore);
     const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
     const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject };
@@ -148,6 +154,6 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
         expect(r.status, `${route.method} ${route.url}: ${r.text}`).toBe(404);
       }
     }
-    expect(await snapshot(s.store.db, b.id)).toEqual(before);
+    expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
   });
 });

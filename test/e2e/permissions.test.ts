@@ -128,6 +128,10 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}`, fresh: (s, f) => newDomain(s, f.w, f.project) },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs?limit=10` },
+  // answers gzip, not the envelope, to the callers it allows
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/download', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/download` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/usage', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/usage` },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },

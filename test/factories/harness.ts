@@ -7,15 +7,15 @@ import { createStore, type Store } from '../../src/store/db.js';
 import type { Deps, Platform } from '../../src/deps.js';
 import type { Mailer } from '../../src/notify/mailer.js';
 import type { GitHubIntegration } from '../../src/github/installations.js';
+import type { LogStore } from '../../src/domain/logs.js';
+import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
 import { SecretBox } from '../../src/secrets/secret-box.js';
 import { randomBytes } from 'node:crypto';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
 import { createWorkspace } from '../../src/tenancy/workspaces.service.js';
 import type { RateLimit } from '../../src/api/rate-limit.js';
 import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
-import type { LogStore } from '../../src/domain/logs.js';
 import { LiveLogs } from '../../src/logs/live.js';
-import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
 
 /** A clock the test can move; starts at the real time so that expiry maths stays realistic. */
 export class TestClock implements Clock {
@@ -51,7 +51,7 @@ export interface TestServer {
   deps: Deps;
   clock: TestClock;
   database: TestDatabase;
-  /** the runtime log store, and the live tail over it (notify it after appending) */
+  /** the apps' runtime logs (deps.logs): tests append lines straight through it; and the live tail over it (notify it after appending) */
   logStore: LogStore;
   liveLogs: LiveLogs;
   /** every line the server logged */
@@ -70,6 +70,8 @@ export async function startTestServer(
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
   const store = await createStore(database.url);
+  // SQLite: logs.db next to the fresh store's file, as `slipway serve` keeps it
+  const logStore = openLogStore(store, sqliteLogFile(database.url));
   const clock = new TestClock();
   const deps: Deps = {
     store,
@@ -77,6 +79,7 @@ export async function startTestServer(
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
+    logs: logStore,
     platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', ...opts.platform },
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
@@ -88,7 +91,6 @@ export async function startTestServer(
       cb();
     },
   });
-  const logStore = openLogStore(store, sqliteLogFile(database.url));
   const liveLogs = new LiveLogs({ store: logStore, postgresUrl: database.kind === 'postgres' ? database.url : undefined });
   const { app, services } = await buildApp({
     ...deps,

@@ -56,6 +56,11 @@ export class WorkspaceRepository extends Repository {
     return this.db.selectFrom('workspaces').selectAll().where('slug', '=', slug).executeTakeFirst();
   }
 
+  /** The settings (JSON text) of the workspace, or undefined when it is gone: log retention reads them. */
+  async settingsOf(id: string): Promise<string | undefined> {
+    return (await this.db.selectFrom('workspaces').select('settings').where('id', '=', id).executeTakeFirst())?.settings;
+  }
+
   /** The workspaces `userId` is a member of, oldest first. */
   async ofMember(userId: string): Promise<WorkspaceAccess[]> {
     const rows = await workspacesWithRole(this.db, userId).orderBy('workspaces.created_at').orderBy('workspaces.id').execute();

@@ -28,7 +28,11 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
   });
 
   app.delete(one, { schema: s.deleteProject, config: { action: 'workspace.operate' } }, async (req) =>
-    ok(await projects.delete(accessOf(req), req.params.project_slug)),
+    ok(
+      await projects.delete(accessOf(req), req.params.project_slug, (err) => {
+        req.log.error({ err }, 'the project is deleted, but its logs could not be; they age out with the workspace retention');
+      }),
+    ),
   );
 
   app.get(`${one}/status`, { schema: s.projectStatus, config: { action: 'workspace.read' } }, async (req) =>

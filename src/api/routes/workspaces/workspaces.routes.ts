@@ -22,6 +22,10 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   );
 
   app.delete('/api/workspaces/:slug', { schema: s.deleteWorkspace, config: { action: 'workspace.own' } }, async (req) =>
-    ok(await workspaces.delete(accessOf(req))),
+    ok(
+      await workspaces.delete(accessOf(req), (err) => {
+        req.log.error({ err }, 'the workspace is deleted, but its logs could not be; the next log retention pass removes them');
+      }),
+    ),
   );
 };
