@@ -34,6 +34,8 @@ export interface Config {
   publicUrl: string;
   /** where e-mail goes (invitations); null: Slipway sends no e-mail */
   smtp: SmtpSettings | null;
+  /** `--llm-base-url`: the model the log analyzer also asks; null: the built-in analyzer only */
+  llm: { baseUrl: string; model: string; apiKey: string | undefined } | null;
   /** without SMTP: whether the invitation create response carries the token */
   invitationTokenInResponse: boolean;
   /** custom domains: dns, routed once ownership is proven; off, trusted at once (single-tenant installs) */
@@ -136,6 +138,8 @@ export const SETTINGS = [
   { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: the path alone' },
   { flag: 'smtp-url', env: 'SLIPWAY_SMTP_URL', def: '', help: 'SMTP server that sends e-mail (invitations), `smtp://[user:password@]host[:port]` or `smtps://…`; empty: no e-mail' },
   { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
+  { flag: 'llm-base-url', env: 'SLIPWAY_LLM_BASE_URL', def: '', help: 'an OpenAI-compatible API (`…/v1`) that POST …/logs/analyze also asks, sending only redacted line templates; its key comes from the environment variable SLIPWAY_LLM_API_KEY (never a flag); empty: the built-in analyzer only' },
+  { flag: 'llm-model', env: 'SLIPWAY_LLM_MODEL', def: '', help: 'the model asked at --llm-base-url (needed with it)' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -241,6 +245,16 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     return typeof parsed === 'string' ? null : parsed;
   }
 
+  function llm(): Config['llm'] {
+    const baseUrl = raw('llm-base-url').replace(/\/+$/, '');
+    const model = raw('llm-model');
+    if (baseUrl === '') return null;
+    if (!/^https?:\/\/[^/]/.test(baseUrl)) problems.push(`${where('llm-base-url')} must be an http(s):// URL, like https://api.openai.com/v1.`);
+    if (model === '') problems.push(`${where('llm-model')} is needed with --llm-base-url: the model to ask.`);
+    const apiKey = env['SLIPWAY_LLM_API_KEY'];
+    return { baseUrl, model, apiKey: apiKey === undefined || apiKey === '' ? undefined : apiKey };
+  }
+
   const dataDir = resolve(cwd, raw('data-dir'));
   const databaseUrl = raw('database-url') === '' ? join(dataDir, 'slipway.db') : raw('database-url');
   if (/^[a-z]+:\/\//.test(databaseUrl) && !isPostgresUrl(databaseUrl)) {
@@ -325,6 +339,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     githubWebhookSecret: raw('github-webhook-secret'),
     publicUrl: publicUrl(),
     smtp: smtp(),
+    llm: llm(),
     invitationTokenInResponse: oneOf('invitation-token-in-response', ['yes', 'no'] as const) === 'yes',
     domainVerification: oneOf('domain-verification', ['dns', 'off'] as const),
     dnsServers: addressList('dns-servers', true),

@@ -18,6 +18,7 @@ import { createDeps, StartError } from './create-deps.js';
 import type { Deps } from './deps.js';
 import type { Engine } from './domain/ports.js';
 import type { LogStore } from './domain/logs.js';
+import { LiveLogs } from './logs/live.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -132,9 +133,11 @@ const LOG_RETENTION_EVERY_MS = 3_600_000;
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
   let logs: LogStore | undefined;
+  let liveLogs: LiveLogs | undefined;
   try {
     const deps = await createDeps(config, store);
     logs = deps.logs;
+    liveLogs = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
@@ -143,6 +146,8 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       githubWebhookSecret: config.githubWebhookSecret,
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
+      liveLogs,
+      llm: config.llm,
     });
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
@@ -185,12 +190,15 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
         await stopVerifying();
         await stopRetention();
         await engine?.stop();
+        // before the app, so that open live-log streams get their closing frame
+        await liveLogs?.close();
         await app.close();
         await deps.logs.close();
         await store.close();
       },
     };
   } catch (err) {
+    await liveLogs?.close();
     await logs?.close();
     await store.close();
     throw err;

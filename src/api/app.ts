@@ -22,6 +22,9 @@ import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
 import { githubRoutes } from './routes/github/github.routes.js';
 import { logRoutes } from './routes/logs/logs.routes.js';
+import { analyzeRoutes } from './routes/logs/analyze.routes.js';
+import { LogAnalysisService } from '../logs/analysis.service.js';
+import { LlmAnalyzer, type LlmOptions } from '../logs/llm.js';
 import { projectRoutes } from './routes/projects/projects.routes.js';
 import { walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
@@ -51,6 +54,8 @@ export interface AppDeps extends Deps {
   refusalLogMs?: number;
   /** the live tail's hub (src/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
   liveLogs?: LiveLogs;
+  /** `--llm-base-url`: the OpenAI-compatible model POST …/logs/analyze also asks (docs/logs-analyzer.md) */
+  llm?: Pick<LlmOptions, 'baseUrl' | 'model' | 'apiKey' | 'timeoutMs'> | null;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -158,6 +163,11 @@ export async function buildApp(deps: AppDeps) {
   await app.register(domainsRoutes, { services });
   await app.register(uptimeRoutes, { services });
   await app.register(logRoutes, { services });
+  const llm =
+    deps.llm === undefined || deps.llm === null
+      ? undefined
+      : new LlmAnalyzer({ ...deps.llm, onFallback: (reason) => { app.log.warn({ reason }, 'log analysis: the model gave no usable answer; the built-in analysis was returned'); } });
+  await app.register(analyzeRoutes, { analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm) });
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
 
   return { app, services: services satisfies Services };

@@ -229,6 +229,15 @@ export class EnvService {
     return resolved;
   }
 
+  /** The opened values of the project's secret variables: what the log analyzer redacts before asking a model. */
+  async secretValues(projectId: string): Promise<string[]> {
+    const rows = await this.rowsOf(this.deps.store.repos, projectId);
+    return rows.filter((row) => row.is_secret === 1).flatMap((row) => {
+      const value = this.plaintext(projectId, row);
+      return value === null || value === '' ? [] : [value];
+    });
+  }
+
   /**
    * Writers of one project's variables take turns, so that a bulk replace reads and rewrites a
    * set no one changes meanwhile. PostgreSQL needs the row lock (NO KEY UPDATE, which does not

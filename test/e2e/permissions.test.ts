@@ -132,6 +132,7 @@ const TABLE: Row[] = [
   // answers gzip, not the envelope, to the callers it allows
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/download', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/download` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/usage', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/usage` },
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/logs/analyze', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/analyze`, body: () => ({ logs: 'Error: listen EADDRINUSE: address already in use :::8080' }) },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { buildApp, type App } from '../../src/api/app.js';
+import { buildApp, type App, type AppDeps } from '../../src/api/app.js';
 import type { Services } from '../../src/api/services.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
@@ -65,7 +65,7 @@ const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 /** The whole API on a real port, over a fresh store of the given kind. */
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number; replicaOf?: TestServer } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -103,6 +103,7 @@ export async function startTestServer(
     ...(opts.refusalLogMs === undefined ? {} : { refusalLogMs: opts.refusalLogMs }),
     version: 'test',
     liveLogs,
+    ...(opts.llm === undefined ? {} : { llm: opts.llm }),
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
 
