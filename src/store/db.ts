@@ -7,6 +7,7 @@ import type { Dialect } from './dialects.js';
 import { migrationProvider } from './migrations/index.js';
 import { AccessCache } from './repositories/access-cache.js';
 import { repositories, type Repositories } from './repositories/index.js';
+import { readsAlongside } from './prepared-query.js';
 import { preparedOnce } from './statement-cache.js';
 import type { DB } from './schema.js';
 
@@ -64,13 +65,23 @@ function openSqlite(file: string): Store {
   database.pragma('synchronous = NORMAL');
   if (file !== ':memory:') ownerOnly(file);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: preparedOnce(database) }) });
+  // the hot path's reads on a connection of their own (prepared-query.ts); an in-memory database
+  // is private to its connection, so it has none
+  const reader = file === ':memory:' ? undefined : new SQLite(file);
+  if (reader !== undefined) {
+    reader.pragma('busy_timeout = 5000');
+    readsAlongside(db, preparedOnce(reader));
+  }
   return {
     ...withRepositories(db, 'sqlite'),
     description: `sqlite:${file}`,
     ping: async () => {
       await db.selectFrom('users').select('id').limit(1).execute();
     },
-    close: () => db.destroy(),
+    close: async () => {
+      reader?.close();
+      await db.destroy();
+    },
   };
 }
 

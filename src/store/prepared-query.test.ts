@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from './db.js';
 import { PreparedQuery } from './prepared-query.js';
@@ -30,5 +33,42 @@ describe('PreparedQuery', () => {
   it('refuses a query that does not use each argument once', async () => {
     const q = new PreparedQuery(2, (db, email: string, _unused: string) => db.selectFrom('users').select('id').where('email', '=', email));
     await expect(q.rows(store.db, 'sqlite', 'a@example.com', 'x')).rejects.toThrow(/each of its arguments exactly once/);
+  });
+});
+
+describe('PreparedQuery on an SQLite file store (its own read connection)', () => {
+  let dir: string;
+  let store: Store;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-pq-'));
+    store = await createStore(join(dir, 'slipway.db'));
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sees committed rows at once, and never the rows of a transaction still open', async () => {
+    const q = new PreparedQuery(1, (db, email: string) => db.selectFrom('users').select(['id', 'email']).where('email', '=', email));
+    const now = new Date().toISOString();
+    await store.db.insertInto('users').values({ id: 'c1', email: 'committed@example.com', name: 'c', created_at: now }).execute();
+    expect(await q.first(store.db, 'sqlite', 'committed@example.com')).toEqual({ id: 'c1', email: 'committed@example.com' });
+
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => { release = r; });
+    let inserted: () => void = () => undefined;
+    const insertedYet = new Promise<void>((r) => { inserted = r; });
+    const open = store.db.transaction().execute(async (trx) => {
+      await trx.insertInto('users').values({ id: 'u1', email: 'uncommitted@example.com', name: 'u', created_at: now }).execute();
+      // inside the transaction the row is there, read through Kysely
+      expect(await q.first(trx, 'sqlite', 'uncommitted@example.com')).toEqual({ id: 'u1', email: 'uncommitted@example.com' });
+      inserted();
+      await held;
+    });
+    await insertedYet;
+    expect(await q.first(store.db, 'sqlite', 'uncommitted@example.com')).toBeUndefined();
+    release();
+    await open;
+    expect(await q.first(store.db, 'sqlite', 'uncommitted@example.com')).toEqual({ id: 'u1', email: 'uncommitted@example.com' });
   });
 });

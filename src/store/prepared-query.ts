@@ -3,6 +3,23 @@ import type { DB } from './schema.js';
 
 const MARK = '\u0000slipway-parameter-';
 
+/** Reads outside Kysely: a second SQLite connection of the same file (see `readsAlongside`). */
+export interface DirectReader {
+  all(sql: string, parameters: readonly unknown[]): unknown[];
+}
+
+const readers = new WeakMap<Kysely<DB>, DirectReader>();
+
+/**
+ * Hot-path reads of `db` (not of its transactions) may go to `reader`: on SQLite, a connection of
+ * their own, which sees every committed write (WAL) and never what an open transaction of the
+ * store's connection has not committed yet, and which needs no turn behind Kysely's single
+ * connection. A prepared read through it costs a third of one through Kysely.
+ */
+export function readsAlongside(db: Kysely<DB>, reader: DirectReader): void {
+  readers.set(db, reader);
+}
+
 /**
  * A query of the API's hot path, built with Kysely once and then run with new arguments. Kysely
  * builds and compiles a query tree at every call; for the two or three queries behind every
@@ -34,6 +51,8 @@ export class PreparedQuery<A extends readonly string[], R> {
       this.compiled.set(kind, template);
     }
     const parameters = template.slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
+    const reader = readers.get(db);
+    if (reader !== undefined) return reader.all(template.sql, parameters) as R[];
     const result = await db.executeQuery<R>(CompiledQuery.raw(template.sql, parameters));
     return result.rows;
   }

@@ -1,5 +1,6 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
+import type { DirectReader } from './prepared-query.js';
 
 /** Distinct statements kept prepared; `in (…)` lists of every length each count as one. */
 const MAX_STATEMENTS = 500;
@@ -11,27 +12,29 @@ const MAX_STATEMENTS = 500;
  * connection (one query at a time, behind its mutex) already guarantees. SQLite re-prepares a
  * statement by itself when a migration changes the schema under it.
  */
-export function preparedOnce(database: Database, max = MAX_STATEMENTS): SqliteDatabase {
+export function preparedOnce(database: Database, max = MAX_STATEMENTS): SqliteDatabase & DirectReader {
   const statements = new Map<string, Statement>();
+  const prepare = (sql: string): Statement => {
+    let statement = statements.get(sql);
+    if (statement !== undefined) {
+      // most recently used last: Map keeps insertion order
+      statements.delete(sql);
+    } else {
+      statement = database.prepare(sql);
+      if (statements.size >= max) {
+        const oldest = statements.keys().next().value;
+        if (oldest !== undefined) statements.delete(oldest);
+      }
+    }
+    statements.set(sql, statement);
+    return statement;
+  };
   return {
     close: () => {
       statements.clear();
       database.close();
     },
-    prepare: (sql: string): SqliteStatement => {
-      let statement = statements.get(sql);
-      if (statement !== undefined) {
-        // most recently used last: Map keeps insertion order
-        statements.delete(sql);
-      } else {
-        statement = database.prepare(sql);
-        if (statements.size >= max) {
-          const oldest = statements.keys().next().value;
-          if (oldest !== undefined) statements.delete(oldest);
-        }
-      }
-      statements.set(sql, statement);
-      return statement;
-    },
+    prepare: (sql: string): SqliteStatement => prepare(sql),
+    all: (sql, parameters) => prepare(sql).all(...parameters),
   };
 }
