@@ -38,14 +38,7 @@ export class BuildLog {
 
   /** Lines after `afterSeq`, oldest first. */
   async read(deploymentId: string, afterSeq: number, limit = 500): Promise<LogRow[]> {
-    return this.deps.store.db
-      .selectFrom('deployment_logs')
-      .select(['seq', 'line'])
-      .where('deployment_id', '=', deploymentId)
-      .where('seq', '>', afterSeq)
-      .orderBy('seq')
-      .limit(limit)
-      .execute();
+    return this.deps.store.repos.buildLogs.after(deploymentId, afterSeq, limit);
   }
 
   /** Resolves when this replica appends to the deployment, or after `timeoutMs`. */
@@ -73,21 +66,12 @@ export class BuildLog {
   }
 
   private async write(deploymentId: string, lines: readonly string[]): Promise<void> {
-    const { db } = this.deps.store;
-    const first = this.nextSeq.get(deploymentId) ?? (await this.lastSeq(deploymentId)) + 1;
+    const { buildLogs } = this.deps.store.repos;
+    const first = this.nextSeq.get(deploymentId) ?? (await buildLogs.lastSeq(deploymentId)) + 1;
     const at = iso(this.deps.clock.now());
     const rows = lines.map((line, i) => ({ deployment_id: deploymentId, seq: first + i, at, line: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line }));
-    await db.insertInto('deployment_logs').values(rows).execute();
+    await buildLogs.append(rows);
     this.nextSeq.set(deploymentId, first + rows.length);
     this.notify(deploymentId);
-  }
-
-  private async lastSeq(deploymentId: string): Promise<number> {
-    const last = await this.deps.store.db
-      .selectFrom('deployment_logs')
-      .select((eb) => eb.fn.max<number | string | null>('seq').as('max'))
-      .where('deployment_id', '=', deploymentId)
-      .executeTakeFirst();
-    return Number(last?.max ?? 0);
   }
 }

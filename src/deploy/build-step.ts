@@ -41,16 +41,18 @@ export class BuildStep {
 
   async build(d: DeploymentRow, project: ProjectRow, owner: Owner, say: (line: string) => void, signal: AbortSignal): Promise<Built> {
     const { store, runtime, git } = this.o;
-    const conn = await store.db.selectFrom('git_connections').selectAll().where('project_id', '=', project.id).executeTakeFirst();
+    const conn = await store.repos.gitConnections.of(project.id);
     if (conn === undefined) throw new DeployFailure('The project has no Git connection any more.');
-    const ws = await store.db.selectFrom('workspaces').select(['slug', 'settings']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+    // A workspace's deletion takes its projects with it.
+    const ws = await store.repos.workspaces.byId(project.workspace_id);
+    if (ws === undefined) throw new DeployFailure('The project was deleted.');
     const timeoutMs = parseSettings(ws.settings).build_timeout_sec * 1000;
     const branch = d.branch ?? conn.branch;
     say(`Fetching ${conn.repo_full_name}@${branch} from ${git.host}.`);
     let checkout;
     try {
       // only an installation still linked to the project's workspace, restricted to this repository
-      const token = await cloneTokenFor(store.db, this.o.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
+      const token = await cloneTokenFor(store.repos, this.o.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
       checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, requireHead: d.require_head === 1, token, timeoutMs, signal });
     } catch (err) {
       // A cached installation token that Git refused (revoked, access removed) is not used again.

@@ -3,8 +3,7 @@ import { iso } from '../domain/clock.js';
 import { AppError, conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow } from '../projects/resolve.js';
-import { isUniqueViolation } from '../store/dialects.js';
-import { refreshProjectStatus, servingDeployment } from '../projects/status.js';
+import { refreshProjectStatus } from '../projects/status.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { Engine } from '../domain/ports.js';
@@ -49,8 +48,8 @@ export class DeployService {
   ) {}
 
   async deploy(access: Access, projectSlug: string, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<DeploymentView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const git = await this.deps.store.db.selectFrom('git_connections').selectAll().where('project_id', '=', project.id).executeTakeFirst();
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const git = await this.deps.store.repos.gitConnections.of(project.id);
     if (git === undefined) throw invalid('Connect a Git repository to the project (POST …/git) before deploying it.');
     await this.wallets.requireFunds(project.workspace_id);
     return this.enqueue({ projectId: project.id, source: 'git', branch: input.branch ?? git.branch, commitSha: input.commit_sha ?? null });
@@ -58,8 +57,8 @@ export class DeployService {
 
   /** The current image again, without a build. */
   async redeploy(access: Access, projectSlug: string): Promise<DeploymentView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await servingDeployment(this.deps.store.db, project.id);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
     await this.wallets.requireFunds(project.workspace_id);
     return this.enqueue({ projectId: project.id, source: 'redeploy', image: current.image, branch: current.branch, commitSha: current.commit_sha, commitMessage: current.commit_message });
@@ -70,8 +69,8 @@ export class DeployService {
    * redeploy of its current image (a project that does not run takes it on its next deploy).
    */
   async resized(access: Access, projectSlug: string): Promise<void> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await servingDeployment(this.deps.store.db, project.id);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) return;
     try {
       await this.redeploy(access, projectSlug);
@@ -83,7 +82,7 @@ export class DeployService {
 
   /** A new deployment of an earlier deployment's image. */
   async rollback(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.image === null) {
       throw conflict('That deployment has no image to roll back to: it never produced one, or its image was removed (a project keeps the images of its newest deployments only, see --keep-images). Deploy its commit again instead.');
@@ -93,21 +92,21 @@ export class DeployService {
   }
 
   async stop(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.status !== 'running') throw conflict(`Only a running deployment can be stopped; this one is ${target.status}.`);
     // Recorded first: from here on nothing heals it, and containers left behind by a failure
     // below are orphans the reconciler removes.
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
-    await refreshProjectStatus(this.deps.store.db, project.id, iso(this.deps.clock.now()));
+    await refreshProjectStatus(this.deps.store.repos, project.id, iso(this.deps.clock.now()));
     await this.engine.stop(project, target);
     return deploymentView(stopped);
   }
 
   async restart(access: Access, projectSlug: string): Promise<ProjectRow> {
-    const project = await resolveProject(this.deps.store.db, access, projectSlug);
-    const current = await servingDeployment(this.deps.store.db, project.id);
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.engine.restart(project, current);
@@ -122,19 +121,7 @@ export class DeployService {
    */
   async deployFromAppPush(push: AppPush): Promise<DeploymentView[]> {
     if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
-    const projects = await this.deps.store.db
-      .selectFrom('git_connections')
-      .innerJoin('projects', 'projects.id', 'git_connections.project_id')
-      .innerJoin('github_installations', (j) =>
-        j.onRef('github_installations.workspace_id', '=', 'projects.workspace_id').onRef('github_installations.installation_id', '=', 'git_connections.installation_id'),
-      )
-      .select(['projects.id', 'projects.workspace_id'])
-      .where('git_connections.installation_id', '=', push.installationId)
-      // GitHub names are case-insensitive: Acme/Web and acme/web are one repository.
-      .where((eb) => eb(eb.fn('lower', ['git_connections.repo_full_name']), '=', push.repoFullName.toLowerCase()))
-      .where('git_connections.branch', '=', push.branch)
-      .where('git_connections.auto_deploy', '=', 1)
-      .execute();
+    const projects = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
     const queued: DeploymentView[] = [];
     for (const p of projects) {
       const d = await this.deployPush(p, push);
@@ -149,7 +136,7 @@ export class DeployService {
    * auto_deploy is on (the caller checked); null when its workspace has no credit.
    */
   async deployConnectionPush(projectId: string, push: Push): Promise<DeploymentView | null> {
-    const p = await this.deps.store.db.selectFrom('projects').select(['id', 'workspace_id']).where('id', '=', projectId).executeTakeFirst();
+    const p = await this.deps.store.repos.projects.byId(projectId);
     if (p === undefined) return null;
     return this.deployPush(p, push);
   }
@@ -160,21 +147,15 @@ export class DeployService {
    * replicas or two concurrent retries never both act). Claims older than a week are pruned.
    */
   async claimDelivery(receiver: string, deliveryId: string, payloadDigest: string): Promise<boolean> {
-    const { db } = this.deps.store;
+    const { webhookDeliveries } = this.deps.store.repos;
     const now = this.deps.clock.now();
-    await db.deleteFrom('webhook_deliveries').where('received_at', '<', iso(new Date(now.getTime() - DELIVERY_RETENTION_MS))).execute();
-    try {
-      await db.insertInto('webhook_deliveries').values({ receiver, delivery_id: deliveryId, payload_digest: payloadDigest, received_at: iso(now) }).execute();
-      return true;
-    } catch (err) {
-      if (isUniqueViolation(err)) return false;
-      throw err;
-    }
+    await webhookDeliveries.prune(iso(new Date(now.getTime() - DELIVERY_RETENTION_MS)));
+    return webhookDeliveries.claim({ receiver, delivery_id: deliveryId, payload_digest: payloadDigest, received_at: iso(now) });
   }
 
   /** A claimed delivery whose handling failed: GitHub's redelivery may try again. */
   async releaseDelivery(receiver: string, deliveryId: string): Promise<void> {
-    await this.deps.store.db.deleteFrom('webhook_deliveries').where('receiver', '=', receiver).where('delivery_id', '=', deliveryId).execute();
+    await this.deps.store.repos.webhookDeliveries.release(receiver, deliveryId);
   }
 
   private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
@@ -189,13 +170,13 @@ export class DeployService {
 
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {
     const row = await this.queue.enqueue(input);
-    await refreshProjectStatus(this.deps.store.db, input.projectId, iso(this.deps.clock.now()));
+    await refreshProjectStatus(this.deps.store.repos, input.projectId, iso(this.deps.clock.now()));
     this.engine.wake();
     return deploymentView(row);
   }
 
   private async find(projectId: string, id: string): Promise<DeploymentRow> {
-    const row = await this.deps.store.db.selectFrom('deployments').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+    const row = await this.deps.store.repos.deployments.find(projectId, id);
     if (row === undefined) throw notFound('Deployment');
     return row;
   }

@@ -68,23 +68,9 @@ export class Leadership {
     const { store, clock, name, holder, ttlMs } = this.o;
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + ttlMs);
-    const row = await store.db
-      .insertInto('leases')
-      .values({ name, holder, expires_at: iso(expiresAt), acquired_at: iso(now) })
-      .onConflict((oc) =>
-        oc
-          .column('name')
-          .doUpdateSet((eb) => ({
-            holder: eb.ref('excluded.holder'),
-            expires_at: eb.ref('excluded.expires_at'),
-            acquired_at: eb.case().when('leases.holder', '=', holder).then(eb.ref('leases.acquired_at')).else(eb.ref('excluded.acquired_at')).end(),
-          }))
-          .where((eb) => eb.or([eb('leases.holder', '=', holder), eb('leases.expires_at', '<', iso(now))])),
-      )
-      .returning('holder')
-      .executeTakeFirst();
-    this.until = row === undefined ? null : expiresAt;
-    return row !== undefined;
+    const held = await store.repos.leases.acquire(name, holder, iso(now), iso(expiresAt));
+    this.until = held ? expiresAt : null;
+    return held;
   }
 
   /**
@@ -96,31 +82,20 @@ export class Leadership {
     const { store, clock, name, holder, ttlMs } = this.o;
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + ttlMs);
-    const rows = await store.db
-      .updateTable('leases')
-      .set({ holder, expires_at: iso(expiresAt), acquired_at: iso(now) })
-      .where('name', '=', name)
-      .where('holder', '=', dead)
-      .returning('holder')
-      .execute();
-    this.until = rows.length === 0 ? null : expiresAt;
-    return rows.length > 0;
+    const taken = await store.repos.leases.takeOver(name, dead, holder, iso(now), iso(expiresAt));
+    this.until = taken ? expiresAt : null;
+    return taken;
   }
 
   /** Give the lease up, if this process holds it, so that another can take it without waiting for it to expire. */
   async release(): Promise<void> {
     this.until = null;
-    await this.o.store.db.deleteFrom('leases').where('name', '=', this.o.name).where('holder', '=', this.o.holder).execute();
+    await this.o.store.repos.leases.release(this.o.name, this.o.holder);
   }
 
   /** Who holds the lease now; null when nobody does (never taken, released or expired). */
   async holder(): Promise<LeaseHolder | null> {
-    const row = await this.o.store.db
-      .selectFrom('leases')
-      .select(['holder', 'expires_at'])
-      .where('name', '=', this.o.name)
-      .where('expires_at', '>=', iso(this.o.clock.now()))
-      .executeTakeFirst();
+    const row = await this.o.store.repos.leases.holderAt(this.o.name, iso(this.o.clock.now()));
     return row === undefined ? null : { holder: row.holder, expiresAt: row.expires_at };
   }
 

@@ -1,9 +1,7 @@
-import type { Kysely } from 'kysely';
 import { iso } from '../domain/clock.js';
-import { LEASED, next, type DeploymentEvent } from '../domain/deployment.js';
+import { next, type DeploymentEvent } from '../domain/deployment.js';
 import type { Deps } from '../deps.js';
-import { lockClause } from '../store/dialects.js';
-import type { DB, DeploymentRow, DeploymentSource } from '../store/schema.js';
+import type { DeploymentRow, DeploymentSource } from '../store/schema.js';
 
 export interface EnqueueInput {
   projectId: string;
@@ -62,64 +60,24 @@ export class DeployQueue {
       restart_requested_at: null,
       require_head: input.requireHead === true ? 1 : 0,
     };
-    await this.deps.store.db.transaction().execute(async (trx) => {
+    await this.deps.store.transaction(async (tx) => {
       // Concurrent enqueues of one project queue on its row (PostgreSQL; SQLite has one writer).
-      await trx
-        .selectFrom('projects')
-        .select('id')
-        .where('id', '=', input.projectId)
-        .$if(lockClause(this.deps.store.dialect), (q) => q.forUpdate())
-        .execute();
-      await trx
-        .updateTable('deployments')
-        .set({ status: 'superseded', finished_at: now, error: `Superseded by deployment ${row.id} before it started.` })
-        .where('project_id', '=', input.projectId)
-        .where('status', '=', 'queued')
-        .execute();
-      await trx.insertInto('deployments').values(row).execute();
+      await tx.projects.lock(input.projectId, { noKey: false });
+      await tx.deployQueue.supersedeQueued(input.projectId, now, `Superseded by deployment ${row.id} before it started.`);
+      await tx.deployQueue.insert(row);
     });
     return row;
   }
 
   /** The next deployment to build, now leased to `worker`; null when there is nothing to do. */
   async claim(worker: string): Promise<DeploymentRow | null> {
-    const { db } = this.deps.store;
+    const queue = this.deps.store.repos.deployQueue;
     // A competing worker may win the guarded update; try the next candidate a few times.
     for (let attempt = 0; attempt < 5; attempt++) {
-      const candidate = await db
-        .selectFrom('deployments as d')
-        .select('d.id')
-        .where('d.status', '=', 'queued')
-        .where((eb) =>
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('deployments as x')
-                .select('x.id')
-                .whereRef('x.project_id', '=', 'd.project_id')
-                .where('x.status', 'in', LEASED),
-            ),
-          ),
-        )
-        .orderBy('d.created_at')
-        .orderBy('d.id')
-        .limit(1)
-        .executeTakeFirst();
+      const candidate = await queue.nextClaimable();
       if (candidate === undefined) return null;
       const now = this.deps.clock.now();
-      const claimed = await db
-        .updateTable('deployments')
-        .set((eb) => ({
-          status: 'building',
-          started_at: iso(now),
-          lease_owner: worker,
-          lease_until: iso(new Date(now.getTime() + this.leaseMs)),
-          attempts: eb('attempts', '+', 1),
-        }))
-        .where('id', '=', candidate.id)
-        .where('status', '=', 'queued')
-        .returningAll()
-        .executeTakeFirst();
+      const claimed = await queue.claim(candidate, worker, iso(now), iso(new Date(now.getTime() + this.leaseMs)));
       if (claimed !== undefined) return claimed;
     }
     return null;
@@ -128,14 +86,7 @@ export class DeployQueue {
   /** Renew the lease; false when the worker no longer holds the deployment. */
   async heartbeat(id: string, worker: string): Promise<boolean> {
     const now = this.deps.clock.now();
-    const r = await this.deps.store.db
-      .updateTable('deployments')
-      .set({ lease_until: iso(new Date(now.getTime() + this.leaseMs)) })
-      .where('id', '=', id)
-      .where('lease_owner', '=', worker)
-      .where('status', 'in', LEASED)
-      .executeTakeFirst();
-    return r.numUpdatedRows === 1n;
+    return this.deps.store.repos.deployQueue.renew(id, worker, iso(new Date(now.getTime() + this.leaseMs)));
   }
 
   /**
@@ -143,27 +94,16 @@ export class DeployQueue {
    * applies to and only while `worker` holds it (`null`: a deployment nobody leases, such as a
    * running one being superseded or stopped). Reaching a final or running state ends the lease.
    */
-  async advance(id: string, worker: string | null, event: DeploymentEvent, progress: Progress = {}, db: Kysely<DB> = this.deps.store.db): Promise<DeploymentRow | null> {
-    const current = await db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  async advance(id: string, worker: string | null, event: DeploymentEvent, progress: Progress = {}): Promise<DeploymentRow | null> {
+    const queue = this.deps.store.repos.deployQueue;
+    const current = await queue.byId(id);
     if (current === undefined) return null;
     const to = next(current.status, event);
     if (to === null) return null;
     const done = to !== 'building' && to !== 'deploying';
     const now = iso(this.deps.clock.now());
-    return (
-      (await db
-        .updateTable('deployments')
-        .set({
-          ...progress,
-          status: to,
-          ...(done ? { finished_at: to === 'running' ? null : now, lease_owner: null, lease_until: null } : {}),
-        })
-        .where('id', '=', id)
-        .where('status', '=', current.status)
-        .where('lease_owner', worker === null ? 'is' : '=', worker)
-        .returningAll()
-        .executeTakeFirst()) ?? null
-    );
+    const changes = { ...progress, ...(done ? { finished_at: to === 'running' ? null : now, lease_owner: null, lease_until: null } : {}) };
+    return (await queue.move(id, { from: current.status, worker }, to, changes)) ?? null;
   }
 
   /**
@@ -171,13 +111,6 @@ export class DeployQueue {
    * stays `building` or `deploying` forever. Returns the reaped rows.
    */
   async reap(): Promise<DeploymentRow[]> {
-    const now = iso(this.deps.clock.now());
-    return this.deps.store.db
-      .updateTable('deployments')
-      .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
-      .where('status', 'in', LEASED)
-      .where('lease_until', '<', now)
-      .returningAll()
-      .execute();
+    return this.deps.store.repos.deployQueue.failExpired(iso(this.deps.clock.now()), INTERRUPTED);
   }
 }

@@ -1,8 +1,7 @@
 import { iso, type Clock } from '../domain/clock.js';
-import { ACTIVE, LEASED } from '../domain/deployment.js';
 import type { ContainerInfo, Runtime } from '../domain/runtime.js';
 import type { ProjectRow } from '../projects/resolve.js';
-import { refreshProjectStatus, servingDeployment } from '../projects/status.js';
+import { refreshProjectStatus } from '../projects/status.js';
 import type { Store } from '../store/db.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { EngineLog, InstanceContainers } from './containers.js';
@@ -47,17 +46,12 @@ export class Reconciler {
 
   /** Deployments left in progress by a stopped process fail with "Interrupted"; their containers go. */
   async failInterrupted(): Promise<void> {
-    const db = this.o.store.db;
+    const { repos } = this.o.store;
     const now = iso(this.o.clock.now());
-    const rows = await db
-      .updateTable('deployments')
-      .set({ status: 'failed', error: INTERRUPTED, finished_at: now, lease_owner: null, lease_until: null })
-      .where('status', 'in', LEASED)
-      .returning(['id', 'project_id'])
-      .execute();
+    const rows = await repos.deployQueue.failAllLeased(now, INTERRUPTED);
     for (const r of rows) {
       await this.o.containers.remove({ project: r.project_id, deployment: r.id });
-      await refreshProjectStatus(db, r.project_id, now);
+      await refreshProjectStatus(repos, r.project_id, now);
     }
   }
 
@@ -68,13 +62,13 @@ export class Reconciler {
    */
   async pass(): Promise<void> {
     const { store, clock, queue, retention } = this.o;
-    const db = store.db;
+    const { repos } = store;
     this.forgetOldComplaints();
     await this.step('reaping dead leases', async () => {
-      for (const r of await queue.reap()) await refreshProjectStatus(db, r.project_id, iso(clock.now()));
+      for (const r of await queue.reap()) await refreshProjectStatus(repos, r.project_id, iso(clock.now()));
     });
     const state = await this.step('reading the deployments and the containers', async () => {
-      const wanted = await db.selectFrom('deployments').select(['id', 'project_id', 'status']).where('status', 'in', [...LEASED, 'running']).execute();
+      const wanted = await repos.deployments.withContainers();
       return { wanted, seen: await this.o.containers.byDeployment() };
     });
     if (state !== undefined) {
@@ -83,8 +77,7 @@ export class Reconciler {
       for (const projectId of serving) {
         await this.o.locks.run(projectId, async () => {
           // Read again under the lock: a rollout in progress heals nothing.
-          const active = await db.selectFrom('deployments').select('status').where('project_id', '=', projectId).where('status', 'in', ACTIVE).executeTakeFirst();
-          if (active !== undefined) return;
+          if (await repos.deployments.anyActive(projectId)) return;
           await this.heal(projectId, state.seen);
         }).catch((err: unknown) => {
           // One project that cannot be healed (its image is gone) must not stop the others.
@@ -130,9 +123,9 @@ export class Reconciler {
    */
   private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
     const { store, clock, containers: instance } = this.o;
-    const db = store.db;
-    const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).executeTakeFirst();
-    const d = await servingDeployment(db, projectId);
+    const { repos } = store;
+    const project = await repos.projects.byId(projectId);
+    const d = await repos.deployments.serving(projectId);
     if (project === undefined || d?.image == null) return;
     let containers = seen.get(d.id) ?? [];
     // The pass's snapshot may predate a rollout that finished since: ask the engine again before acting.
@@ -140,7 +133,8 @@ export class Reconciler {
     const missing = project.replicas - containers.length;
     if (missing > 0) {
       const env = await instance.envOf(project);
-      const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      const ws = await repos.workspaces.byId(project.workspace_id);
+      if (ws === undefined) throw new Error(`The workspace of project ${projectId} was deleted.`);
       const network = await instance.network(ws);
       for (let i = 0; i < missing; i++) {
         this.o.log.info({ project: project.slug }, 'replacing a missing container');
@@ -151,18 +145,16 @@ export class Reconciler {
     const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running');
     const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
     if (status !== null && status !== project.status) {
-      await db.updateTable('projects').set({ status, updated_at: iso(clock.now()) }).where('id', '=', projectId).execute();
+      await repos.projects.setStatus(projectId, status, iso(clock.now()));
     }
   }
 
   /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
   private async restartRequested(): Promise<void> {
-    const db = this.o.store.db;
-    const asked = await db.selectFrom('deployments').selectAll().where('status', '=', 'running').where('restart_requested_at', 'is not', null).execute();
-    for (const d of asked) {
-      const taken = await db.updateTable('deployments').set({ restart_requested_at: null }).where('id', '=', d.id).where('restart_requested_at', '=', d.restart_requested_at).executeTakeFirst();
-      if (Number(taken.numUpdatedRows) === 0) continue;
-      const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
+    const { repos } = this.o.store;
+    for (const d of await repos.deployments.restartRequested()) {
+      if (!(await repos.deployments.takeRestartRequest(d.id, d.restart_requested_at))) continue;
+      const project = await repos.projects.byId(d.project_id);
       if (project === undefined) continue;
       this.o.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
       await this.o.restart(project, d);

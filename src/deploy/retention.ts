@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import { ACTIVE, isLive, LIVE } from '../domain/deployment.js';
+import { isLive } from '../domain/deployment.js';
 import type { Runtime } from '../domain/runtime.js';
 import type { Store } from '../store/db.js';
 import { PROJECT_LABEL, type EngineLog } from './containers.js';
@@ -42,7 +42,7 @@ export class Retention {
   /** Removes the workspace networks of deleted workspaces, once no container uses them. */
   async sweepNetworks(): Promise<void> {
     const { store, runtime } = this.o;
-    const workspaces = new Set((await store.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id));
+    const workspaces = await store.repos.workspaces.ids();
     for (const n of await runtime.listNetworks({ labels: this.o.labels })) {
       if (n.workspace === null || workspaces.has(n.workspace)) continue;
       try {
@@ -62,14 +62,14 @@ export class Retention {
    */
   async sweepImages(): Promise<void> {
     const { store, runtime, keep } = this.o;
-    const db = store.db;
+    const { deployments } = store.repos;
     // An image built after this read (its deployment not yet recorded with it) is not judged
     // now: only images older than the read, with a margin for the engine's whole seconds.
     const judgedBefore = this.o.clock.now().getTime() - 5_000;
-    const rows = await db.selectFrom('deployments').select(['project_id', 'image', 'status']).where('image', 'is not', null).orderBy('created_at', 'desc').execute();
+    const rows = await deployments.withImages();
     // A project with a rollout in progress keeps all its images this time: its build may have
     // just tagged an older, cached image that its deployment does not name yet.
-    const busy = new Set((await db.selectFrom('deployments').select('project_id').where('status', 'in', ACTIVE).execute()).map((r) => r.project_id));
+    const busy = await deployments.projectsInProgress();
     const needed = new Set<string>();
     const seen = new Map<string, number>();
     for (const r of rows) {
@@ -91,7 +91,7 @@ export class Retention {
     }
     if (removed.length > 0) {
       this.o.log.info({ images: removed.length }, 'removed images no deployment needs');
-      await db.updateTable('deployments').set({ image: null }).where('image', 'in', removed).where('status', 'not in', LIVE).execute();
+      await deployments.forgetImages(removed);
     }
   }
 }

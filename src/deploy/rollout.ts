@@ -54,7 +54,7 @@ export class Rollout {
 
   async run(d: DeploymentRow, worker: string): Promise<void> {
     const { store, clock, queue, buildLog, runtime, containers, routing, router } = this.o;
-    const db = store.db;
+    const repos = store.repos;
     const log = openBuildLog(buildLog, d.id, this.o.log);
     const { say } = log;
     const lost = new AbortController();
@@ -71,10 +71,10 @@ export class Rollout {
     const started: ContainerInfo[] = [];
     let staged: Promise<void> | undefined;
     try {
-      const project = await db.selectFrom('projects').selectAll().where('id', '=', d.project_id).executeTakeFirst();
+      const project = await repos.projects.byId(d.project_id);
       if (project === undefined) throw new DeployFailure('The project was deleted.');
       const owner = containers.ownerOf(project, d.id);
-      await refreshProjectStatus(db, project.id, iso(clock.now()));
+      await refreshProjectStatus(repos, project.id, iso(clock.now()));
 
       let image = d.image;
       let commit: { sha: string; message: string } | null = null;
@@ -87,10 +87,12 @@ export class Rollout {
       }
       const deploying = await queue.advance(d.id, worker, { kind: 'built' }, { image, ...(commit === null ? {} : { commit_sha: commit.sha, commit_message: commit.message }) });
       if (deploying === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
-      await refreshProjectStatus(db, project.id, iso(clock.now()));
+      await refreshProjectStatus(repos, project.id, iso(clock.now()));
       buildLog.notify(d.id);
 
-      const ws = await db.selectFrom('workspaces').select(['id', 'slug']).where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+      // A workspace's deletion takes its projects with it.
+      const ws = await repos.workspaces.byId(project.workspace_id);
+      if (ws === undefined) throw new DeployFailure('The project was deleted.');
       const network = await containers.network(ws);
       const env = await containers.envOf(project);
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
@@ -113,7 +115,7 @@ export class Rollout {
       // stored before the status changes: a log follower ends ([END]) as soon as it sees it.
       const url = defaultDomain(project, this.o.platform.appsDomain);
       const previous = await this.o.locks.run(project.id, async () => {
-        const running = await db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).where('status', '=', 'running').execute();
+        const running = await repos.deployments.running(project.id);
         await routing.route(project.id, containers.upstreamsFrom(healthy));
         say(`Deployment is live at ${url}.`);
         await log.flush();
@@ -144,7 +146,7 @@ export class Rollout {
     } finally {
       clearInterval(heartbeat);
       await log.close();
-      await refreshProjectStatus(db, d.project_id, iso(clock.now())).catch(() => undefined);
+      await refreshProjectStatus(repos, d.project_id, iso(clock.now())).catch(() => undefined);
       buildLog.forget(d.id);
     }
   }
@@ -156,7 +158,8 @@ export class Rollout {
     const old = await containers.of(project.id, deployment.id);
     const owner = containers.ownerOf(project, deployment.id);
     const env = await containers.envOf(project);
-    const ws = await this.o.store.db.selectFrom('workspaces').select('slug').where('id', '=', project.workspace_id).executeTakeFirstOrThrow();
+    const ws = await this.o.store.repos.workspaces.byId(project.workspace_id);
+    if (ws === undefined) throw new Error(`The workspace of project ${project.id} was deleted.`);
     for (const c of old) {
       const fresh = await containers.start(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${containers.stamp()}`, `ws-${ws.slug}`);
       try {

@@ -1,6 +1,5 @@
 import type { Platform } from '../deps.js';
 import { defaultDomain, type ProjectRow } from '../projects/resolve.js';
-import { servingDeployment } from '../projects/status.js';
 import { RouteTable, type RouterDriver, type Upstream } from '../router/index.js';
 import type { Store } from '../store/db.js';
 import { groupBy, type EngineLog, type InstanceContainers } from './containers.js';
@@ -33,8 +32,7 @@ export class RoutingState {
   /** Set (or with null, remove) a project's routes and hand the table to the data plane, one change at a time. */
   route(projectId: string, upstreams: Upstream[] | null): Promise<void> {
     return this.enqueue(async () => {
-      const db = this.o.store.db;
-      const project = await db.selectFrom('projects').select(['id', 'host_label']).where('id', '=', projectId).executeTakeFirst();
+      const project = await this.o.store.repos.projects.byId(projectId);
       if (project === undefined || upstreams === null) {
         this.table = this.table.removeProject(projectId);
       } else {
@@ -51,7 +49,7 @@ export class RoutingState {
    * means the router answers 503. (A rollout's switch routes its healthy containers directly.)
    */
   async refresh(projectId: string): Promise<void> {
-    const serving = (await servingDeployment(this.o.store.db, projectId))?.id;
+    const serving = (await this.o.store.repos.deployments.serving(projectId))?.id;
     await this.route(projectId, serving === undefined ? null : this.o.containers.upstreamsFrom(await this.o.containers.of(projectId, serving)));
   }
 
@@ -63,17 +61,10 @@ export class RoutingState {
    */
   sync(): Promise<void> {
     return this.enqueue(async () => {
-      const db = this.o.store.db;
-      const rows = await db
-        .selectFrom('deployments')
-        .innerJoin('projects', 'projects.id', 'deployments.project_id')
-        .select(['deployments.id', 'deployments.project_id', 'deployments.status', 'deployments.created_at', 'projects.host_label'])
-        .where('deployments.status', 'in', ['running', 'deploying'])
-        .orderBy('deployments.created_at', 'desc')
-        .execute();
+      const rows = await this.o.store.repos.deployments.routable();
       // Read after the rows: the containers of a deployment exist before it is marked running.
       const containers = await this.o.containers.byDeployment();
-      const domains = groupBy(await db.selectFrom('domains').select(['project_id', 'domain']).where('verified', '=', 1).execute(), (d) => d.project_id);
+      const domains = groupBy(await this.o.store.repos.domains.allVerified(), (d) => d.project_id);
       let table = this.table;
       const decided = new Set<string>();
       const switching = new Set(rows.filter((r) => r.status === 'deploying').map((r) => r.project_id));
@@ -99,8 +90,7 @@ export class RoutingState {
 
   /** A project's hosts: its default domain and its verified custom domains (a pending one is not routed). */
   async hostsOf(project: Pick<ProjectRow, 'id' | 'host_label'>): Promise<string[]> {
-    const custom = await this.o.store.db.selectFrom('domains').select('domain').where('project_id', '=', project.id).where('verified', '=', 1).execute();
-    return this.hostsFrom(project, custom.map((c) => c.domain));
+    return this.hostsFrom(project, await this.o.store.repos.domains.verifiedNamesOf(project.id));
   }
 
   private hostsFrom(project: Pick<ProjectRow, 'host_label'>, custom: readonly string[]): string[] {

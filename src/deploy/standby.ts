@@ -17,7 +17,7 @@ export function standbyEngine(runtime: Runtime, instanceId: string, deps: Pick<D
     pods: (projectId, deploymentId) => podsOf(runtime, instanceLabels(instanceId), projectId, deploymentId).catch(() => []),
     // The engine's reconciler runs it (Reconciler.pass).
     restart: async (_project, deployment) => {
-      await deps.store.db.updateTable('deployments').set({ restart_requested_at: iso(deps.clock.now()) }).where('id', '=', deployment.id).where('status', '=', 'running').execute();
+      await deps.store.repos.deployments.requestRestart(deployment.id, iso(deps.clock.now()));
     },
   };
 }

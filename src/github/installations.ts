@@ -7,16 +7,14 @@
 // proves nothing: anyone can type one (GitHub's docs warn of this).
 // https://docs.github.com/en/apps/creating-github-apps/registering-a-github-app/about-the-setup-url
 import { timingSafeEqual } from 'node:crypto';
-import { Kysely } from 'kysely';
 import { GitHubAppError, type GitHubApp } from '../build/github-app.js';
 import { iso } from '../domain/clock.js';
 import { AppError, forbidden, invalid, notFound } from '../domain/errors.js';
 import { atLeast, isRole } from '../domain/roles.js';
 import type { Deps } from '../deps.js';
 import { toNumber } from '../store/dialects.js';
-import { installationLinked } from '../store/repositories/installations.js';
 import type { Repositories } from '../store/repositories/index.js';
-import type { DB, GitHubInstallationsTable } from '../store/schema.js';
+import type { GitHubInstallationsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import type { GitHubOAuth } from './oauth.js';
 
@@ -193,7 +191,7 @@ export async function checkConnectionInstallation(
   checkCoverage: boolean,
 ): Promise<void> {
   if (installationId === 0) return;
-  if (!(await isLinked(deps.store.repos, access.workspace.id, installationId))) {
+  if (!(await deps.store.repos.installations.isLinked(access.workspace.id, installationId))) {
     throw forbidden(
       `GitHub App installation ${String(installationId)} is not linked to this workspace; an admin links it with POST /api/workspaces/${access.workspace.slug}/github/installations/link.`,
     );
@@ -211,11 +209,6 @@ export async function checkConnectionInstallation(
   }
 }
 
-/** `from`: the repositories; src/deploy still passes a bare Kysely handle. */
-export function isLinked(from: Pick<Repositories, 'installations'> | Kysely<DB>, workspaceId: string, installationId: number): Promise<boolean> {
-  return from instanceof Kysely ? installationLinked(from, workspaceId, installationId) : from.installations.isLinked(workspaceId, installationId);
-}
-
 /**
  * The token a build clones a Git connection's repository with: none for installation 0 (public
  * repositories); otherwise the installation must still be linked to the project's workspace,
@@ -223,14 +216,14 @@ export function isLinked(from: Pick<Repositories, 'installations'> | Kysely<DB>,
  * before anything is cloned.
  */
 export async function cloneTokenFor(
-  from: Pick<Repositories, 'installations'> | Kysely<DB>,
+  from: Pick<Repositories, 'installations'>,
   app: GitHubApp | undefined,
   conn: { workspaceId: string; installationId: number; repoFullName: string },
   signal?: AbortSignal,
 ): Promise<string | undefined> {
   const { installationId, repoFullName } = conn;
   if (installationId === 0) return undefined;
-  if (!(await isLinked(from, conn.workspaceId, installationId))) {
+  if (!(await from.installations.isLinked(conn.workspaceId, installationId))) {
     throw new Error(`GitHub App installation ${String(installationId)} is no longer linked to this workspace, so ${repoFullName} was not fetched; link it again or change the Git connection's installation_id.`);
   }
   if (app === undefined) throw new Error(`No GitHub App is configured on this Slipway, so installation ${String(installationId)} cannot fetch ${repoFullName}.`);

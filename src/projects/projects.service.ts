@@ -9,7 +9,6 @@ import type { Access } from '../tenancy/context.js';
 import { holdProjectRoom } from '../tenancy/limits.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject } from './resolve.js';
-import { servingDeployment } from './status.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
 
 export interface ProjectInput {
@@ -148,7 +147,7 @@ export class ProjectService {
   async status(access: Access, projectSlug: string): Promise<StatusView> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const latest = await this.deps.store.repos.deployments.latest(row.id);
-    const serving = await servingDeployment(this.deps.store.repos, row.id);
+    const serving = await this.deps.store.repos.deployments.serving(row.id);
     const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
     const now = this.deps.clock.now().getTime();
     return {

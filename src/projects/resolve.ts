@@ -1,8 +1,6 @@
-import { Kysely } from 'kysely';
 import { notFound } from '../domain/errors.js';
-import { projectInWorkspace } from '../store/repositories/projects.js';
 import type { Repositories } from '../store/repositories/index.js';
-import type { DB, ProjectsTable } from '../store/schema.js';
+import type { ProjectsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 
 export type ProjectRow = ProjectsTable;
@@ -10,10 +8,10 @@ export type ProjectRow = ProjectsTable;
 /**
  * The project `:project_slug` of the caller's workspace, or 404. Every project-scoped service
  * starts here, so a slug or id of another workspace's project is never reachable. `from`: the
- * repositories (of a transaction, or the store's); src/deploy still passes a bare Kysely handle.
+ * repositories (of a transaction, or the store's).
  */
-export async function resolveProject(from: Pick<Repositories, 'projects'> | Kysely<DB>, access: Access, projectSlug: string): Promise<ProjectRow> {
-  const row = from instanceof Kysely ? await projectInWorkspace(from, access.workspace.id, projectSlug) : await from.projects.inWorkspace(access.workspace.id, projectSlug);
+export async function resolveProject(from: Pick<Repositories, 'projects'>, access: Access, projectSlug: string): Promise<ProjectRow> {
+  const row = await from.projects.inWorkspace(access.workspace.id, projectSlug);
   if (row === undefined) throw notFound('Project');
   return row;
 }

@@ -12,10 +12,13 @@ import { preparedOnce } from './statement-cache.js';
 import type { DB } from './schema.js';
 
 export interface Store {
-  /** For src/deploy, which does not use the repositories yet, and for tests of the store itself. */
+  /**
+   * For the migrations, tests of the store itself, and the log store's PostgreSQL driver
+   * (src/logs), whose tables live in this database but outside the repositories.
+   */
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;
-  /** Every query outside src/deploy goes through these. */
+  /** Every query of the control plane's tables goes through these. */
   readonly repos: Repositories;
   /** Runs `fn` in one transaction, with repositories bound to it; a throw rolls everything back. */
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;

@@ -192,7 +192,7 @@ describe.each(STORE_KINDS)('GitHub App installations bound to workspaces, store 
 
     // the build's token: restricted to the one repository
     const app = githubIntegration(fake).app;
-    const token = await cloneTokenFor(s.store.db, app, { workspaceId: w.id, installationId: A_INSTALLATION, repoFullName: 'acme/api' });
+    const token = await cloneTokenFor(s.store.repos, app, { workspaceId: w.id, installationId: A_INSTALLATION, repoFullName: 'acme/api' });
     expect(fake.calls.at(-1)).toMatchObject({ installationId: String(A_INSTALLATION), status: 201, repositories: ['api'] });
     expect(fake.isValid(token ?? '', A_INSTALLATION, 'acme/api')).toBe(true);
     expect(fake.isValid(token ?? '', A_INSTALLATION, 'acme/web')).toBe(false);
@@ -203,7 +203,7 @@ describe.each(STORE_KINDS)('GitHub App installations bound to workspaces, store 
     expect(del.body.data).toMatchObject({ installation_id: A_INSTALLATION, account_login: 'acme' });
     expect((await s.request<Installation[]>('GET', installations(w), { key: w.member.key })).body.data).toEqual([]);
     const calls = fake.calls.length;
-    await expect(cloneTokenFor(s.store.db, app, { workspaceId: w.id, installationId: A_INSTALLATION, repoFullName: 'acme/api' })).rejects.toThrow(
+    await expect(cloneTokenFor(s.store.repos, app, { workspaceId: w.id, installationId: A_INSTALLATION, repoFullName: 'acme/api' })).rejects.toThrow(
       `GitHub App installation ${String(A_INSTALLATION)} is no longer linked to this workspace, so acme/api was not fetched; link it again or change the Git connection's installation_id.`,
     );
     expect(fake.calls.length).toBe(calls);

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { createStore, type Store } from '../../src/store/db.js';
 import { isUniqueViolation, toNumber } from '../../src/store/dialects.js';
 import type { ApiKeyRow, Repositories, WorkspaceRow } from '../../src/store/repositories/index.js';
+import type { DeploymentRow } from '../../src/store/schema.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
 
 /**
@@ -301,6 +302,138 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     expect((await store.repos.env.list(p.id)).map((r) => r.key)).toEqual(['B']);
     await store.repos.env.deleteAllBut(p.id, []);
     expect(await store.repos.env.list(p.id)).toEqual([]);
+  });
+
+  /** A queued deployment of project `projectId`, created at `at`. */
+  const deploymentRow = (projectId: string, at = now, over: Partial<DeploymentRow> = {}): DeploymentRow => ({
+    id: id('d'), project_id: projectId, status: 'queued', source: 'git', image: null, branch: 'main', commit_sha: null, commit_message: null, error: null,
+    created_at: at, started_at: null, finished_at: null, lease_owner: null, lease_until: null, attempts: 0, restart_requested_at: null, require_head: 0, ...over,
+  });
+  async function projectIn(wid?: string): Promise<string> {
+    const p = project(wid ?? (await workspace()), id('s'));
+    await store.repos.projects.insert(p);
+    return p.id;
+  }
+  const later = (ms: number) => new Date(Date.parse(now) + ms).toISOString();
+
+  it('hands a queued deployment to exactly one of two concurrent claimers, one build per project at a time', async () => {
+    // Two connections to one store, as two Slipway processes have.
+    const other = await createStore(database.url);
+    try {
+      const pid = await projectIn();
+      const d = deploymentRow(pid, '2000-01-01T00:00:00.000Z');
+      await store.transaction(async (tx) => {
+        await tx.projects.lock(pid, { noKey: false });
+        await tx.deployQueue.insert(d);
+      });
+      expect(await store.repos.deployQueue.nextClaimable()).toBe(d.id);
+      expect(await other.repos.deployQueue.nextClaimable()).toBe(d.id);
+      const [a, b] = await Promise.all([store.repos.deployQueue.claim(d.id, 'a', now, later(30_000)), other.repos.deployQueue.claim(d.id, 'b', now, later(30_000))]);
+      const won = [a, b].filter((c) => c !== undefined);
+      expect(won).toHaveLength(1);
+      expect(won[0]).toMatchObject({ id: d.id, status: 'building', started_at: now, lease_until: later(30_000), attempts: 1 });
+      // A newer deployment of the project waits while this one builds.
+      const newer = deploymentRow(pid, '2000-01-01T00:00:01.000Z');
+      await store.repos.deployQueue.insert(newer);
+      expect(await store.repos.deployQueue.nextClaimable()).not.toBe(newer.id);
+      expect(await store.repos.deployQueue.claim(d.id, 'c', now, later(30_000))).toBeUndefined();
+      await store.repos.deployQueue.supersedeQueued(pid, now, 'test');
+      expect((await store.repos.deployQueue.byId(newer.id))).toMatchObject({ status: 'superseded', finished_at: now, error: 'test' });
+      await store.repos.deployQueue.move(d.id, { from: 'building', worker: won[0]?.lease_owner ?? '' }, 'failed', { finished_at: now, lease_owner: null, lease_until: null });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('renews a lease for its holder only, moves only with the holder, and fails what outlived its lease', async () => {
+    const pid = await projectIn();
+    const d = deploymentRow(pid);
+    await store.repos.deployQueue.insert(d);
+    await store.repos.deployQueue.claim(d.id, 'w', now, later(1000));
+    expect(await store.repos.deployQueue.renew(d.id, 'w', later(2000))).toBe(true);
+    expect(await store.repos.deployQueue.renew(d.id, 'intruder', later(9000))).toBe(false);
+    expect(await store.repos.deployQueue.move(d.id, { from: 'building', worker: 'intruder' }, 'deploying', { image: 'img:1' })).toBeUndefined();
+    expect(await store.repos.deployQueue.move(d.id, { from: 'queued', worker: 'w' }, 'deploying', { image: 'img:1' })).toBeUndefined();
+    expect(await store.repos.deployQueue.move(d.id, { from: 'building', worker: 'w' }, 'deploying', { image: 'img:1' })).toMatchObject({ status: 'deploying', image: 'img:1', lease_owner: 'w' });
+    expect(await store.repos.deployQueue.failExpired(later(2000), 'gone')).toEqual([]);
+    const reaped = await store.repos.deployQueue.failExpired(later(2001), 'gone');
+    expect(reaped.filter((r) => r.project_id === pid)).toMatchObject([{ id: d.id, status: 'failed', error: 'gone', finished_at: later(2001), lease_owner: null, lease_until: null }]);
+    expect(await store.repos.deployQueue.renew(d.id, 'w', later(3000))).toBe(false);
+    // Nobody's deployment: a null worker matches an empty lease only.
+    const e = deploymentRow(pid, now, { status: 'running' });
+    await store.repos.deployQueue.insert(e);
+    expect(await store.repos.deployQueue.move(e.id, { from: 'running', worker: null }, 'stopped', { finished_at: now })).toMatchObject({ status: 'stopped' });
+  });
+
+  it('serves a project\'s newest running deployment, and hands a standby\'s restart request out once', async () => {
+    const pid = await projectIn();
+    const old = deploymentRow(pid, '2001-01-01T00:00:00.000Z', { status: 'running' });
+    const young = deploymentRow(pid, '2001-01-01T00:00:01.000Z', { status: 'running' });
+    const failed = deploymentRow(pid, '2001-01-01T00:00:02.000Z', { status: 'failed', finished_at: now });
+    for (const d of [young, old, failed]) await store.repos.deployQueue.insert(d);
+    expect((await store.repos.deployments.serving(pid))?.id).toBe(young.id);
+    expect((await store.repos.deployments.running(pid)).map((d) => d.id).sort()).toEqual([old.id, young.id].sort());
+    expect(await store.repos.deployments.anyRunning(pid)).toBe(true);
+    expect(await store.repos.deployments.anyActive(pid)).toBe(false);
+    expect((await store.repos.deployments.latest(pid))?.id).toBe(failed.id);
+    expect(await store.repos.deployments.count(pid)).toBe(3);
+    expect((await store.repos.deployments.page(pid, 2, 1)).map((d) => d.id)).toEqual([young.id, old.id]);
+    await store.repos.deployments.requestRestart(young.id, now);
+    await store.repos.deployments.requestRestart(failed.id, now);
+    const asked = (await store.repos.deployments.restartRequested()).filter((d) => d.project_id === pid);
+    expect(asked.map((d) => d.id)).toEqual([young.id]);
+    expect(await store.repos.deployments.takeRestartRequest(young.id, now)).toBe(true);
+    expect(await store.repos.deployments.takeRestartRequest(young.id, now)).toBe(false);
+    expect(await store.repos.deployments.serving(await projectIn())).toBeUndefined();
+  });
+
+  it('gives a lease to one holder at a time: renewed by it, taken by another only once it has expired', async () => {
+    const name = id('lease');
+    const acquiredAt = async () => (await store.db.selectFrom('leases').select('acquired_at').where('name', '=', name).executeTakeFirstOrThrow()).acquired_at;
+    const [a, b] = await Promise.all([store.repos.leases.acquire(name, 'a', now, later(1000)), store.repos.leases.acquire(name, 'b', now, later(1000))]);
+    expect([a, b].filter(Boolean)).toHaveLength(1);
+    const first = a ? 'a' : 'b';
+    const second = a ? 'b' : 'a';
+    // A renewal keeps the time it was first taken.
+    expect(await store.repos.leases.acquire(name, first, later(500), later(1500))).toBe(true);
+    expect(await acquiredAt()).toBe(now);
+    expect(await store.repos.leases.holderAt(name, later(1500))).toEqual({ holder: first, expires_at: later(1500) });
+    expect(await store.repos.leases.acquire(name, second, later(1500), later(2500))).toBe(false);
+    expect(await store.repos.leases.acquire(name, second, later(1501), later(2501))).toBe(true);
+    expect(await acquiredAt()).toBe(later(1501));
+    expect(await store.repos.leases.holderAt(name, later(2502))).toBeUndefined();
+    expect(await store.repos.leases.takeOver(name, first, 'c', later(1600), later(2600))).toBe(false);
+    expect(await store.repos.leases.takeOver(name, second, 'c', later(1600), later(2600))).toBe(true);
+    await store.repos.leases.release(name, second);
+    expect((await store.repos.leases.holderAt(name, later(1600)))?.holder).toBe('c');
+    await store.repos.leases.release(name, 'c');
+    expect(await store.repos.leases.holderAt(name, later(1600))).toBeUndefined();
+  });
+
+  it('replays build lines in sequence order, from any point', async () => {
+    const pid = await projectIn();
+    const d = deploymentRow(pid);
+    await store.repos.deployQueue.insert(d);
+    const line = (seq: number) => ({ deployment_id: d.id, seq, at: now, line: `line ${seq.toString()}` });
+    expect(await store.repos.buildLogs.lastSeq(d.id)).toBe(0);
+    await store.repos.buildLogs.append([line(3), line(1), line(2)]);
+    await store.repos.buildLogs.append([line(4), line(5)]);
+    expect(await store.repos.buildLogs.lastSeq(d.id)).toBe(5);
+    expect((await store.repos.buildLogs.after(d.id, 0, 10)).map((l) => l.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(await store.repos.buildLogs.after(d.id, 2, 2)).toEqual([{ seq: 3, line: 'line 3' }, { seq: 4, line: 'line 4' }]);
+    expect(isUniqueViolation(await failure(store.repos.buildLogs.append([line(5)])))).toBe(true);
+  });
+
+  it('claims a webhook delivery once, by its id or by its body', async () => {
+    const receiver = id('r');
+    const delivery = (deliveryId: string, digest: string, at = now) => ({ receiver, delivery_id: deliveryId, payload_digest: digest, received_at: at });
+    const claims = await Promise.all([store.repos.webhookDeliveries.claim(delivery('1', 'x')), store.repos.webhookDeliveries.claim(delivery('1', 'x'))]);
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await store.repos.webhookDeliveries.claim(delivery('2', 'x'))).toBe(false);
+    await store.repos.webhookDeliveries.release(receiver, '1');
+    expect(await store.repos.webhookDeliveries.claim(delivery('2', 'x', '2000-01-01T00:00:00.000Z'))).toBe(true);
+    await store.repos.webhookDeliveries.prune(now);
+    expect(await store.repos.webhookDeliveries.claim(delivery('2', 'y'))).toBe(true);
   });
 
   it('gives workspaces that predate wallets an empty wallet when migrating', async () => {

@@ -14,6 +14,16 @@ export class DomainRepository extends Repository {
     return (await this.db.selectFrom('domains').select(['domain']).where('project_id', '=', projectId).execute()).map((d) => d.domain);
   }
 
+  /** The names the project has proven (the ones routed to it). */
+  async verifiedNamesOf(projectId: string): Promise<string[]> {
+    return (await this.db.selectFrom('domains').select('domain').where('project_id', '=', projectId).where('verified', '=', 1).execute()).map((d) => d.domain);
+  }
+
+  /** Every proven name with its project, in no particular order. */
+  allVerified(): Promise<Pick<DomainRow, 'project_id' | 'domain'>[]> {
+    return this.db.selectFrom('domains').select(['project_id', 'domain']).where('verified', '=', 1).execute();
+  }
+
   find(projectId: string, id: string): Promise<DomainRow | undefined> {
     return this.db.selectFrom('domains').selectAll().where('id', '=', id).where('project_id', '=', projectId).executeTakeFirst();
   }

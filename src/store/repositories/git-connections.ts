@@ -17,6 +17,26 @@ export class GitConnectionRepository extends Repository {
     return this.db.selectFrom('git_connections').selectAll().where('project_id', 'in', projectIds).execute();
   }
 
+  /**
+   * The projects a GitHub App push to `repoFullName@branch` through `installationId` deploys:
+   * connected to it with auto_deploy on, the installation linked to the project's own workspace.
+   */
+  appPushTargets(installationId: number, repoFullName: string, branch: string): Promise<{ id: string; workspace_id: string }[]> {
+    return this.db
+      .selectFrom('git_connections')
+      .innerJoin('projects', 'projects.id', 'git_connections.project_id')
+      .innerJoin('github_installations', (j) =>
+        j.onRef('github_installations.workspace_id', '=', 'projects.workspace_id').onRef('github_installations.installation_id', '=', 'git_connections.installation_id'),
+      )
+      .select(['projects.id', 'projects.workspace_id'])
+      .where('git_connections.installation_id', '=', installationId)
+      // GitHub names are case-insensitive: Acme/Web and acme/web are one repository.
+      .where((eb) => eb(eb.fn('lower', ['git_connections.repo_full_name']), '=', repoFullName.toLowerCase()))
+      .where('git_connections.branch', '=', branch)
+      .where('git_connections.auto_deploy', '=', 1)
+      .execute();
+  }
+
   byWebhookId(webhookId: string): Promise<GitConnectionRow | undefined> {
     return this.db.selectFrom('git_connections').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
   }

@@ -3,21 +3,25 @@ import type { Dialect } from '../dialects.js';
 import type { AccessCache } from './access-cache.js';
 import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { BuildLogRepository } from './build-logs.js';
+import { DeployQueueRepository } from './deploy-queue.js';
 import { DeploymentRepository } from './deployments.js';
 import { DomainRepository } from './domains.js';
 import { EnvRepository } from './env.js';
 import { GitConnectionRepository } from './git-connections.js';
 import { InstallationRepository } from './installations.js';
 import { InvitationRepository } from './invitations.js';
+import { LeaseRepository } from './leases.js';
 import { MemberRepository } from './members.js';
 import { MetaRepository } from './meta.js';
 import { ProjectRepository } from './projects.js';
 import { UptimeRepository } from './uptime.js';
 import { UserRepository } from './users.js';
 import { WalletRepository } from './wallets.js';
+import { WebhookDeliveryRepository } from './webhook-deliveries.js';
 import { WorkspaceRepository } from './workspaces.js';
 
-/** Every query Slipway makes outside src/deploy, by aggregate. */
+/** Every query Slipway makes, by aggregate (the log store's PostgreSQL driver aside: src/logs). */
 export interface Repositories {
   users: UserRepository;
   workspaces: WorkspaceRepository;
@@ -27,6 +31,10 @@ export interface Repositories {
   projects: ProjectRepository;
   gitConnections: GitConnectionRepository;
   deployments: DeploymentRepository;
+  deployQueue: DeployQueueRepository;
+  buildLogs: BuildLogRepository;
+  leases: LeaseRepository;
+  webhookDeliveries: WebhookDeliveryRepository;
   env: EnvRepository;
   domains: DomainRepository;
   wallets: WalletRepository;
@@ -46,6 +54,10 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     projects: new ProjectRepository(db, dialect, cache),
     gitConnections: new GitConnectionRepository(db, dialect, cache),
     deployments: new DeploymentRepository(db, dialect, cache),
+    deployQueue: new DeployQueueRepository(db, dialect, cache),
+    buildLogs: new BuildLogRepository(db, dialect, cache),
+    leases: new LeaseRepository(db, dialect, cache),
+    webhookDeliveries: new WebhookDeliveryRepository(db, dialect, cache),
     env: new EnvRepository(db, dialect, cache),
     domains: new DomainRepository(db, dialect, cache),
     wallets: new WalletRepository(db, dialect, cache),
@@ -56,6 +68,9 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
 }
 
 export type { ApiKeyRow, KeyWithUser } from './api-keys.js';
+export type { BuildLogLine } from './build-logs.js';
+export type { DeploymentChanges } from './deploy-queue.js';
+export type { RoutableDeployment } from './deployments.js';
 export type { DomainRow } from './domains.js';
 export type { EnvVarRow } from './env.js';
 export type { GitConnectionChanges, GitConnectionRow } from './git-connections.js';

@@ -1,19 +1,13 @@
-import type { Kysely } from 'kysely';
-import type { DB, GitHubInstallationsTable, GitHubLinkStatesTable } from '../schema.js';
+import type { GitHubInstallationsTable, GitHubLinkStatesTable } from '../schema.js';
 import { Repository } from './repository.js';
 
 export type InstallationRow = GitHubInstallationsTable;
 
-/** Whether the installation is linked to the workspace (a function too: src/deploy calls cloneTokenFor with a bare Kysely handle). */
-export async function installationLinked(db: Kysely<DB>, workspaceId: string, installationId: number): Promise<boolean> {
-  const row = await db.selectFrom('github_installations').select('installation_id').where('workspace_id', '=', workspaceId).where('installation_id', '=', installationId).executeTakeFirst();
-  return row !== undefined;
-}
-
 /** GitHub App installations linked to workspaces, and the link flow's single-use states. */
 export class InstallationRepository extends Repository {
-  isLinked(workspaceId: string, installationId: number): Promise<boolean> {
-    return installationLinked(this.db, workspaceId, installationId);
+  async isLinked(workspaceId: string, installationId: number): Promise<boolean> {
+    const row = await this.db.selectFrom('github_installations').select('installation_id').where('workspace_id', '=', workspaceId).where('installation_id', '=', installationId).executeTakeFirst();
+    return row !== undefined;
   }
 
   find(workspaceId: string, installationId: number): Promise<InstallationRow | undefined> {

@@ -1,27 +1,11 @@
-import type { Kysely } from 'kysely';
 import type { ProjectStatus } from '../../domain/project.js';
 import { lockClause, toNumber } from '../dialects.js';
-import type { DB, ProjectsTable } from '../schema.js';
+import type { ProjectsTable } from '../schema.js';
 import { PreparedQuery } from '../prepared-query.js';
 import type { GitConnectionRow } from './git-connections.js';
 import { Repository } from './repository.js';
 
 export type ProjectRow = ProjectsTable;
-
-/**
- * The project `slug` of the workspace. A function as well as a method: src/deploy still calls
- * projects/resolve.ts with a bare Kysely handle.
- */
-export const projectInWorkspace = (db: Kysely<DB>, workspaceId: string, slug: string): Promise<ProjectRow | undefined> =>
-  db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).where('slug', '=', slug).executeTakeFirst();
-
-/** The status a project record shows (also for src/deploy, see projectInWorkspace). */
-export const projectStatus = async (db: Kysely<DB>, projectId: string): Promise<ProjectStatus | undefined> =>
-  (await db.selectFrom('projects').select('status').where('id', '=', projectId).executeTakeFirst())?.status;
-
-export const setProjectStatus = async (db: Kysely<DB>, projectId: string, status: ProjectStatus, at: string): Promise<void> => {
-  await db.updateTable('projects').set({ status, updated_at: at }).where('id', '=', projectId).execute();
-};
 
 /** The project and its Git connection in one statement, built once (PreparedQuery): `GET …/projects/:project_slug`. */
 const WITH_GIT = new PreparedQuery(2, (db, workspaceId: string, slug: string) =>
@@ -47,8 +31,13 @@ const WITH_GIT = new PreparedQuery(2, (db, workspaceId: string, slug: string) =>
 );
 
 export class ProjectRepository extends Repository {
+  byId(id: string): Promise<ProjectRow | undefined> {
+    return this.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The project `slug` of the workspace. */
   inWorkspace(workspaceId: string, slug: string): Promise<ProjectRow | undefined> {
-    return projectInWorkspace(this.db, workspaceId, slug);
+    return this.db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).where('slug', '=', slug).executeTakeFirst();
   }
 
   /** The project `slug` of the workspace with its Git connection (undefined when it has none). */
@@ -90,12 +79,13 @@ export class ProjectRepository extends Repository {
     await this.db.deleteFrom('projects').where('id', '=', id).execute();
   }
 
-  status(id: string): Promise<ProjectStatus | undefined> {
-    return projectStatus(this.db, id);
+  /** The status the project record shows. */
+  async status(id: string): Promise<ProjectStatus | undefined> {
+    return (await this.db.selectFrom('projects').select('status').where('id', '=', id).executeTakeFirst())?.status;
   }
 
-  setStatus(id: string, status: ProjectStatus, at: string): Promise<void> {
-    return setProjectStatus(this.db, id, status, at);
+  async setStatus(id: string, status: ProjectStatus, at: string): Promise<void> {
+    await this.db.updateTable('projects').set({ status, updated_at: at }).where('id', '=', id).execute();
   }
 
   /**

@@ -52,6 +52,11 @@ export class WorkspaceRepository extends Repository {
     return this.db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** The id of every workspace. */
+  async ids(): Promise<Set<string>> {
+    return new Set((await this.db.selectFrom('workspaces').select('id').execute()).map((w) => w.id));
+  }
+
   bySlug(slug: string): Promise<WorkspaceRow | undefined> {
     return this.db.selectFrom('workspaces').selectAll().where('slug', '=', slug).executeTakeFirst();
   }
