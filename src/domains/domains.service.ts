@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
+import { everyInterval } from '../domain/periodic.js';
 import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js';
 import { resolveProject } from '../projects/resolve.js';
 import { isUniqueViolation } from '../store/dialects.js';
@@ -178,16 +179,7 @@ export class DomainService {
 
   /** Runs verifyPending now and every `everyMs`; the returned function stops it (and waits for a pass in progress). */
   startBackground(everyMs: number, onError: (err: unknown) => void): () => Promise<void> {
-    const run = () => {
-      this.verifyPending().catch(onError);
-    };
-    run();
-    const timer = setInterval(run, everyMs);
-    timer.unref();
-    return async () => {
-      clearInterval(timer);
-      await this.passing?.catch(() => undefined);
-    };
+    return everyInterval(() => this.verifyPending(), everyMs, onError);
   }
 
   private async pass(): Promise<void> {

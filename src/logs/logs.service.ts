@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { invalid } from '../domain/errors.js';
+import { everyInterval } from '../domain/periodic.js';
 import type { LogDirection, LogEntry, LogFilter, LogStreamKind, RetentionResult } from '../domain/logs.js';
 import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
 import { resolveProject } from '../projects/resolve.js';
@@ -180,16 +181,7 @@ export class LogService {
 
   /** Runs enforceRetention now and every `everyMs`; the returned function stops it (and waits for a pass in progress). */
   startBackground(everyMs: number, onError: (err: unknown) => void): () => Promise<void> {
-    const run = () => {
-      this.enforceRetention().catch(onError);
-    };
-    run();
-    const timer = setInterval(run, everyMs);
-    timer.unref();
-    return async () => {
-      clearInterval(timer);
-      await this.retaining?.catch(() => undefined);
-    };
+    return everyInterval(async () => { await this.enforceRetention(); }, everyMs, onError);
   }
 
   /** The store's filter from the checked query string: times parsed, a window that is not empty. */

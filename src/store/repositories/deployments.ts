@@ -24,15 +24,7 @@ export class DeploymentRepository extends Repository {
 
   /** One page of the project's deployments, newest first. */
   page(projectId: string, limit: number, offset: number): Promise<DeploymentRow[]> {
-    return this.db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .offset(offset)
-      .execute();
+    return this.newestFirst(projectId).limit(limit).offset(offset).execute();
   }
 
   async count(projectId: string): Promise<number> {
@@ -42,14 +34,11 @@ export class DeploymentRepository extends Repository {
 
   /** The project's newest deployment, whatever its status. */
   latest(projectId: string): Promise<DeploymentRow | undefined> {
-    return this.db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(1)
-      .executeTakeFirst();
+    return this.newestFirst(projectId).limit(1).executeTakeFirst();
+  }
+
+  private newestFirst(projectId: string) {
+    return this.db.selectFrom('deployments').selectAll().where('project_id', '=', projectId).orderBy('created_at', 'desc').orderBy('id', 'desc');
   }
 
   /** The deployment a project serves: its newest `running` one (two overlap only during a switch). */
