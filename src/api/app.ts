@@ -118,11 +118,18 @@ export async function buildApp(deps: AppDeps) {
     reply.header('x-request-id', request.id);
     done(null, payload);
   });
+  // one bound series per method, route and status: prom-client hashes a label object at every observe
+  const series = new Map<string, Histogram.Internal<'method' | 'route' | 'status'>>();
   app.addHook('onResponse', (request, reply, done) => {
-    latency.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = String(reply.statusCode);
+    const key = `${request.method} ${route} ${status}`;
+    let observer = series.get(key);
+    if (observer === undefined) {
+      observer = latency.labels({ method: request.method, route, status });
+      series.set(key, observer);
+    }
+    observer.observe(reply.elapsedTime / 1000);
     done();
   });
 

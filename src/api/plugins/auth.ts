@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { iso, type Clock } from '../../domain/clock.js';
 import { AppError, forbidden, notFound, unauthorized } from '../../domain/errors.js';
@@ -85,25 +85,26 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   });
 
   app.addHook('onRequest', async (request) => {
+    // read once: Fastify builds `routeOptions` anew at every access
+    const config = request.routeOptions.config;
     try {
-      await guard(request);
+      await guard(request, config);
     } finally {
       // A request is logged once, when it completes (RequestLogController); a stream, which may
       // stay open for hours, also when it opens. A refused request is only counted.
-      if (!request.rateLimited && request.routeOptions.config.stream === true) request.log.info({ req: request }, 'incoming request');
+      if (!request.rateLimited && config.stream === true) request.log.info({ req: request }, 'incoming request');
     }
   });
 
-  async function guard(request: FastifyRequest): Promise<void> {
+  async function guard(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
     if (request.is404) return;
-    const config = request.routeOptions.config;
     if (config.probe === true) return;
     if (config.stream !== true) {
-      await admit(request);
+      await admit(request, config);
       return;
     }
     try {
-      await admit(request);
+      await admit(request, config);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       request.refusal = err;
@@ -118,8 +119,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     throw tooMany(wait);
   }
 
-  async function admit(request: FastifyRequest): Promise<void> {
-    const config = request.routeOptions.config;
+  async function admit(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
     if (config.public === true) {
       limit(request, opts.addressBuckets, 'address', request.ip);
       return;
