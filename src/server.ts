@@ -19,6 +19,10 @@ import type { Deps } from './deps.js';
 import type { Engine } from './domain/ports.js';
 import type { LogStore } from './domain/logs.js';
 import { LiveLogs } from './logs/live.js';
+import { LogCollector } from './logs/collector.js';
+import { LogWriter } from './logs/log-writer.js';
+import { instanceLabels } from './deploy/containers.js';
+import type { LeaderEngine } from './deploy/engine-supervisor.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -76,8 +80,8 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
   return acmeRouter.router;
 }
 
-/** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers. */
-async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger): Promise<Orchestrator> {
+/** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers; and the log collector (the leader's alone). */
+async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger, liveLogs: LiveLogs): Promise<LeaderEngine> {
   const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool });
   try {
     await runtime.check();
@@ -113,7 +117,38 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     await orchestrator.shutdown().catch(() => undefined);
     throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return orchestrator;
+  const collector = await startCollector(config, deps, runtime, liveLogs, log);
+  return {
+    wake: () => { orchestrator.wake(); },
+    stop: (project, deployment) => orchestrator.stop(project, deployment),
+    restart: (project, deployment) => orchestrator.restart(project, deployment),
+    routesChanged: (projectId) => orchestrator.routesChanged(projectId),
+    pods: (projectId, deploymentId) => orchestrator.pods(projectId, deploymentId),
+    shutdown: async () => {
+      await collector.stop();
+      await orchestrator.shutdown();
+    },
+  };
+}
+
+/** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
+async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
+  const writer = new LogWriter({
+    store: deps.logs,
+    onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
+    onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
+  });
+  const collector = new LogCollector({
+    runtime,
+    store: deps.logs,
+    writer,
+    labels: instanceLabels(await instanceId(deps.store)),
+    projectExists: async (id) => (await deps.store.repos.projects.status(id)) !== undefined,
+    log,
+    ratePerSecond: config.logRateLimit,
+  });
+  await collector.start();
+  return collector;
 }
 
 /**
@@ -137,7 +172,8 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
   try {
     const deps = await createDeps(config, store);
     logs = deps.logs;
-    liveLogs = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
+    const hub = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
+    liveLogs = hub;
     const { app, services } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
@@ -160,7 +196,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
             ids: deps.ids,
             log: app.log,
             handle: services.engine,
-            startLeader: () => startEngine(config, deps, services, app.log),
+            startLeader: () => startEngine(config, deps, services, app.log, hub),
             standby: () => observeEngine(config, deps),
           })
         : null;

@@ -215,13 +215,19 @@ export interface LogLine {
   stream: LogStream;
   /** when the engine received the line */
   at: Date;
+  /**
+   * The same, exactly as the engine stamped it (RFC 3339 with nanoseconds on Docker): lines a
+   * millisecond apart keep their order, and `since` takes it back to resume at this very line.
+   */
+  timestamp: string;
   message: string;
 }
 
 export interface LogOptions {
   /** keep the feed open for new lines until the container stops or the feed is closed */
   follow: boolean;
-  since?: Date;
+  /** from this time on, inclusive; a line's `timestamp` resumes exactly at that line */
+  since?: Date | string;
   /** only the last N lines of the history */
   tail?: number;
 }

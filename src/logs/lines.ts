@@ -46,7 +46,8 @@ const LEVEL_WORDS: Readonly<Record<string, LogLevel>> = {
   dbug: 'debug',
 };
 
-function levelWord(value: unknown): LogLevel | null {
+/** A level's name or number (pino, bunyan) as one of LEVELS; null when it names none. */
+export function levelWord(value: unknown): LogLevel | null {
   if (typeof value === 'number') {
     // pino and bunyan: 10 trace … 60 fatal
     if (value >= 60) return 'fatal';

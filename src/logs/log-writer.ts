@@ -59,10 +59,16 @@ export class LogWriter {
   /**
    * Takes the lines of one container, oldest first, and where its collection stands after them.
    * Returns how many lines were kept; the rest are dropped and counted, and the cursor still
-   * moves past them (a restart must not collect them again).
+   * moves past them (a restart must not collect them again). `dropped`: lines the caller itself
+   * dropped (over a rate), counted with the next batch.
    */
-  write(lines: readonly LogLine[], cursor?: CollectionCursor): number {
+  write(lines: readonly LogLine[], cursor?: CollectionCursor, dropped?: DroppedLines): number {
     if (this.closed) throw new Error('The log writer is closed.');
+    if (dropped !== undefined && dropped.lines > 0) {
+      const d = this.dropped.get(dropped.projectId);
+      if (d === undefined) this.dropped.set(dropped.projectId, { ...dropped });
+      else d.lines += dropped.lines;
+    }
     const room = Math.max(0, this.maxBufferedLines - this.buffered);
     const kept = lines.length <= room ? lines : lines.slice(0, room);
     for (const line of lines.slice(kept.length)) {

@@ -541,7 +541,7 @@ export class DockerRuntime implements Runtime {
       stdout: true,
       stderr: true,
       timestamps: true,
-      ...(opts.since === undefined ? {} : { since: (opts.since.getTime() / 1000).toFixed(3) }),
+      ...(opts.since === undefined ? {} : { since: sinceParam(opts.since) }),
       ...(opts.tail === undefined ? {} : { tail: opts.tail }),
       abortSignal: controller.signal,
     };
@@ -743,9 +743,43 @@ async function ignoreMissing(removal: Promise<unknown>): Promise<boolean> {
 /** With `timestamps`, every line starts with the engine's RFC 3339 (nanosecond) time and a space. */
 function parseLogLine(stream: LogStream, line: string): LogLine | null {
   const space = line.indexOf(' ');
-  const at = new Date(space < 0 ? line : line.slice(0, space));
+  const timestamp = space < 0 ? line : line.slice(0, space);
+  const at = new Date(timestamp);
   if (Number.isNaN(at.getTime())) return null;
-  return { stream, at, message: space < 0 ? '' : line.slice(space + 1) };
+  return { stream, at, timestamp, message: space < 0 ? '' : joinPartials(line.slice(space + 1)) };
+}
+
+/** The engine keeps a line longer than 16 KiB as 16 KiB parts, and prints each part's own time stamp in front of it. */
+const PART_BYTES = 16 * 1024;
+const PART_STAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z $/;
+
+function joinPartials(message: string): string {
+  if (message.length <= PART_BYTES) return message;
+  const bytes = Buffer.from(message, 'utf8');
+  if (bytes.length <= PART_BYTES) return message;
+  const parts: Buffer[] = [];
+  let from = 0;
+  let at = PART_BYTES;
+  while (at < bytes.length) {
+    const stamp = bytes.subarray(at, at + 40).toString('latin1');
+    const space = stamp.indexOf(' ');
+    if (space < 0 || !PART_STAMP.test(stamp.slice(0, space + 1))) break;
+    parts.push(bytes.subarray(from, at));
+    from = at + space + 1;
+    at = from + PART_BYTES;
+  }
+  if (parts.length === 0) return message;
+  parts.push(bytes.subarray(from));
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** The engine's `since`: seconds with up to nine decimals; a line's own stamp gives its nanoseconds exactly. */
+function sinceParam(since: Date | string): string {
+  if (since instanceof Date) return (since.getTime() / 1000).toFixed(3);
+  const ms = Date.parse(since);
+  if (Number.isNaN(ms)) throw new Error(`Not a log time stamp: ${since}`);
+  const fraction = /\.(\d{1,9})/.exec(since)?.[1] ?? '';
+  return `${Math.floor(ms / 1000).toString()}.${fraction.padEnd(9, '0')}`;
 }
 
 function toRuntimeEvent(raw: unknown): RuntimeEvent | null {
