@@ -42,9 +42,13 @@ export interface CollectionCursor {
   containerId: string;
   projectId: string;
   workspaceId: string;
-  /** the engine's timestamp of the last stored line, in the engine's own notation */
+  /**
+   * Where collection stands, opaque to the store: the collector writes one position per stream,
+   * `stdout=<engine stamp>#<n> stderr=<engine stamp>#<n>` (src/logs/collector.ts); a plain
+   * engine stamp means both streams
+   */
   timestamp: string;
-  /** how many lines carrying exactly that timestamp are stored (a restart skips as many) */
+  /** how many lines carrying exactly the position's stamp(s) are stored (a restart skips as many) */
   atTimestamp: number;
 }
 
