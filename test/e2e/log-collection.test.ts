@@ -6,6 +6,7 @@ import { LogCollector } from '../../src/logs/collector.js';
 import { LogWriter } from '../../src/logs/log-writer.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { STORE_KINDS } from '../factories/stores.js';
 import { ensureBaseImage } from '../factories/images.js';
 
 interface Entry {
@@ -24,7 +25,7 @@ const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
  * The collector over real containers (labelled as deploys label them) and the real log store;
  * what it stored is read back through GET …/logs.
  */
-describe('log collection from the engine', () => {
+describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
   const docker = new Docker();
   const runtime = new DockerRuntime({ docker });
   const instance = `lc-${randomBytes(4).toString('hex')}`;
@@ -38,7 +39,7 @@ describe('log collection from the engine', () => {
   const log = { info: () => undefined, warn: (_o: object, m: string) => void complaints.push(m), error: (_o: object, m: string) => void complaints.push(m) };
 
   beforeAll(async () => {
-    s = await startTestServer('sqlite');
+    s = await startTestServer(kind);
     w = await makeWorkspace(s);
     image = await ensureBaseImage();
     await runtime.ensureNetwork({ name: network, workspace: w.id, labels });
