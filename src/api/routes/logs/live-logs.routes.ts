@@ -3,14 +3,13 @@ import { Type } from 'typebox';
 import { invalid } from '../../../domain/errors.js';
 import type { LogEntry } from '../../../domain/logs.js';
 import { MAX_TAIL, type LiveLogs, type LiveStart } from '../../../logs/live.js';
+import { parseTime } from '../../../logs/logs.service.js';
 import type { Services } from '../../services.js';
 import { accessOf } from '../../plugins/auth.js';
 import { serveStream } from '../../stream.js';
 import { authErrors } from '../../schemas.js';
 
 type Format = 'text' | 'json';
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /**
  * The query of a handshake, checked here rather than by a schema: a refusal must arrive as an
@@ -26,11 +25,15 @@ export function liveQuery(query: Record<string, unknown>): { start: LiveStart; f
   }
   if (since !== undefined) {
     // a whole number is a line id below 10^12 and Unix milliseconds from there (2001-09-09 on)
-    const digits = typeof since === 'string' && /^[0-9]{1,15}$/.test(since);
-    const ms = typeof since === 'string' && !digits && RFC3339.test(since) ? Date.parse(since) : Number.NaN;
-    if (digits) start.since = Number(since) < 1e12 ? { afterId: Number(since) } : { since: Number(since) };
-    else if (Number.isSafeInteger(ms)) start.since = { since: ms };
-    else throw invalid('"since" must be a line id, an RFC 3339 time or Unix milliseconds.');
+    const refuse = () => invalid('"since" must be a line id, an RFC 3339 time or Unix milliseconds.');
+    if (typeof since !== 'string') throw refuse();
+    let ms: number;
+    try {
+      ms = parseTime('since', since);
+    } catch {
+      throw refuse();
+    }
+    start.since = /^[0-9]+$/.test(since) && ms < 1e12 ? { afterId: ms } : { since: ms };
   }
   if (format !== 'text' && format !== 'json') throw invalid('"format" must be one of text, json.');
   return { start, format };
