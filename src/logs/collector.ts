@@ -1,6 +1,6 @@
 import type { CollectionCursor, DroppedLines, LogLine, LogStore } from '../domain/logs.js';
 import type { ContainerInfo, Feed, Labels, LogLine as EngineLine, Runtime, RuntimeEvent } from '../domain/runtime.js';
-import { levelWord } from './lines.js';
+import { statedLevel } from './lines.js';
 import type { LogWriter } from './log-writer.js';
 
 export interface CollectorLog {
@@ -322,25 +322,8 @@ export function cutLine(message: string, maxBytes: number): string {
   return `${bytes.subarray(0, end).toString('utf8')}${mark}`;
 }
 
-const LOGFMT_LEVEL = /(?:^|\s)(?:level|lvl|severity)=["']?([A-Za-z]+)/;
-
 /** The level a JSON (`level`, `severity`, `lvl`; pino's numbers too) or logfmt (`level=`) line names; null otherwise. */
-export function levelOf(message: string): string | null {
-  const trimmed = message.trim();
-  if (trimmed.startsWith('{') && trimmed.endsWith('}')) {
-    try {
-      const value: unknown = JSON.parse(trimmed);
-      if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-        const o = value as Record<string, unknown>;
-        return levelWord(o['level'] ?? o['severity'] ?? o['lvl']);
-      }
-    } catch {
-      // not JSON after all: maybe logfmt
-    }
-  }
-  const m = LOGFMT_LEVEL.exec(message);
-  return m?.[1] === undefined ? null : levelWord(m[1]);
-}
+export const levelOf = (message: string): string | null => statedLevel(message);
 
 /** One container's feed: from its cursor to the end of its current run (or until closed). */
 class Follower {

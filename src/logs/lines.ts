@@ -47,7 +47,7 @@ const LEVEL_WORDS: Readonly<Record<string, LogLevel>> = {
 };
 
 /** A level's name or number (pino, bunyan) as one of LEVELS; null when it names none. */
-export function levelWord(value: unknown): LogLevel | null {
+function levelWord(value: unknown): LogLevel | null {
   if (typeof value === 'number') {
     // pino and bunyan: 10 trace … 60 fatal
     if (value >= 60) return 'fatal';
@@ -103,6 +103,14 @@ function unquote(value: string): string {
   } catch {
     return value.slice(1, -1);
   }
+}
+
+/** The level a JSON or logfmt line states, or null: what collection stores with the line (no guessing from words). */
+export function statedLevel(raw: string): LogLevel | null {
+  const json = jsonLine(raw);
+  if (json !== null) return json.level;
+  const m = LOGFMT_LEVEL.exec(raw);
+  return m?.[1] === undefined ? null : levelWord(m[1]);
 }
 
 /** Reads one line: its message and its level. */
