@@ -72,3 +72,47 @@ describe('PreparedQuery on an SQLite file store (its own read connection)', () =
     expect(await q.first(store.db, 'sqlite', 'uncommitted@example.com')).toEqual({ id: 'u1', email: 'uncommitted@example.com' });
   });
 });
+
+describe('PreparedQuery answers kept on the SQLite read connection', () => {
+  let dir: string;
+  let store: Store;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'slipway-pq-'));
+    store = await createStore(join(dir, 'slipway.db'));
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers again after any commit: this process\'s writes, and another connection\'s', async () => {
+    const q = new PreparedQuery(1, (db, id: string) => db.selectFrom('users').select(['id', 'name']).where('id', '=', id));
+    const now = new Date().toISOString();
+    await store.db.insertInto('users').values({ id: 'k1', email: 'k1@example.com', name: 'first', created_at: now }).execute();
+    expect(await q.first(store.db, 'sqlite', 'k1')).toEqual({ id: 'k1', name: 'first' });
+    expect(await q.first(store.db, 'sqlite', 'k1')).toEqual({ id: 'k1', name: 'first' });
+
+    await store.db.updateTable('users').set({ name: 'second' }).where('id', '=', 'k1').execute();
+    expect(await q.first(store.db, 'sqlite', 'k1')).toEqual({ id: 'k1', name: 'second' });
+
+    // a write by another process (slipway admin), through a connection of its own
+    const other = await createStore(join(dir, 'slipway.db'));
+    try {
+      await other.db.updateTable('users').set({ name: 'third' }).where('id', '=', 'k1').execute();
+    } finally {
+      await other.close();
+    }
+    expect(await q.first(store.db, 'sqlite', 'k1')).toEqual({ id: 'k1', name: 'third' });
+
+    await store.db.deleteFrom('users').where('id', '=', 'k1').execute();
+    expect(await q.first(store.db, 'sqlite', 'k1')).toBeUndefined();
+  });
+
+  it('shares a kept answer frozen, so that one caller cannot change what the next one reads', async () => {
+    const q = new PreparedQuery(1, (db, id: string) => db.selectFrom('users').select(['id', 'name']).where('id', '=', id));
+    await store.db.insertInto('users').values({ id: 'k2', email: 'k2@example.com', name: 'kept', created_at: new Date().toISOString() }).execute();
+    const row = await q.first(store.db, 'sqlite', 'k2');
+    expect(() => { if (row !== undefined) (row as { name: string }).name = 'changed'; }).toThrow(TypeError);
+    expect(await q.first(store.db, 'sqlite', 'k2')).toEqual({ id: 'k2', name: 'kept' });
+  });
+});

@@ -6,7 +6,15 @@ const MARK = '\u0000slipway-parameter-';
 /** Reads outside Kysely: a second SQLite connection of the same file (see `readsAlongside`). */
 export interface DirectReader {
   all(sql: string, parameters: readonly unknown[]): unknown[];
+  /**
+   * Changes whenever any other connection (this process's writer, another process) has committed
+   * since the last call: SQLite's `PRAGMA data_version` on the reading connection.
+   */
+  version(): number;
 }
+
+/** Answers kept per query (see PreparedQuery.rows). */
+const REMEMBERED = 256;
 
 const readers = new WeakMap<Kysely<DB>, DirectReader>();
 
@@ -30,6 +38,8 @@ export function readsAlongside(db: Kysely<DB>, reader: DirectReader): void {
  */
 export class PreparedQuery<A extends readonly string[], R> {
   private readonly compiled = new Map<string, { sql: string; slots: readonly ({ arg: number } | { value: unknown })[] }>();
+  /** per reader: the rows each argument list read, and the database version they were read at */
+  private readonly remembered = new WeakMap<DirectReader, Map<string, { version: number; rows: readonly R[] }>>();
 
   constructor(
     private readonly arity: A['length'],
@@ -52,9 +62,35 @@ export class PreparedQuery<A extends readonly string[], R> {
     }
     const parameters = template.slots.map((s) => ('arg' in s ? args[s.arg] : s.value));
     const reader = readers.get(db);
-    if (reader !== undefined) return reader.all(template.sql, parameters) as R[];
+    if (reader !== undefined) return this.readDirect(reader, template.sql, parameters, args);
     const result = await db.executeQuery<R>(CompiledQuery.raw(template.sql, parameters));
     return result.rows;
+  }
+
+  /**
+   * On the reading connection, an answer is kept until the database changes: the version is
+   * read before the query, so rows kept under a version are never older than the database at
+   * that version, and any commit anywhere (a new version) makes the next call read again. The
+   * kept rows are frozen and shared between callers.
+   */
+  private readDirect(reader: DirectReader, sql: string, parameters: readonly unknown[], args: A): R[] {
+    let kept = this.remembered.get(reader);
+    if (kept === undefined) {
+      kept = new Map();
+      this.remembered.set(reader, kept);
+    }
+    const key = args.join('\u0000');
+    const version = reader.version();
+    const hit = kept.get(key);
+    if (hit !== undefined && hit.version === version) return hit.rows as R[];
+    const rows = (reader.all(sql, parameters) as R[]).map((row) => Object.freeze(row));
+    kept.delete(key);
+    if (kept.size >= REMEMBERED) {
+      const oldest = kept.keys().next().value;
+      if (oldest !== undefined) kept.delete(oldest);
+    }
+    kept.set(key, { version, rows: Object.freeze(rows) });
+    return rows;
   }
 
   async first(db: Kysely<DB>, kind: string, ...args: A): Promise<R | undefined> {

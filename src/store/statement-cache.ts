@@ -29,6 +29,7 @@ export function preparedOnce(database: Database, max = MAX_STATEMENTS): SqliteDa
     statements.set(sql, statement);
     return statement;
   };
+  const dataVersion = database.prepare('PRAGMA data_version').pluck();
   return {
     close: () => {
       statements.clear();
@@ -36,5 +37,6 @@ export function preparedOnce(database: Database, max = MAX_STATEMENTS): SqliteDa
     },
     prepare: (sql: string): SqliteStatement => prepare(sql),
     all: (sql, parameters) => prepare(sql).all(...parameters),
+    version: () => dataVersion.get() as number,
   };
 }

@@ -83,11 +83,14 @@ export class ApiKeyService {
     const { key: row, user } = found;
     if (row.revoked_at !== null) throw unauthorized('The API key has been revoked.');
     const now = this.deps.clock.now();
-    if (row.expires_at <= iso(now)) throw unauthorized('The API key has expired.');
+    const at = now.getTime();
+    if (Date.parse(row.expires_at) <= at) throw unauthorized('The API key has expired.');
     // The key row may come from the access cache, which does not show this process's own
     // writes: `touched` does, so that a busy key is still written at most once a minute.
-    const last = Math.max(row.last_used_at === null ? Number.NEGATIVE_INFINITY : Date.parse(row.last_used_at), this.touched.get(row.id) ?? Number.NEGATIVE_INFINITY);
-    if (now.getTime() - last >= LAST_USED_RESOLUTION_MS) {
+    const touchedAt = this.touched.get(row.id);
+    if (touchedAt !== undefined && at - touchedAt < LAST_USED_RESOLUTION_MS) return { keyId: row.id, user };
+    const last = Math.max(row.last_used_at === null ? Number.NEGATIVE_INFINITY : Date.parse(row.last_used_at), touchedAt ?? Number.NEGATIVE_INFINITY);
+    if (at - last >= LAST_USED_RESOLUTION_MS) {
       this.touched.delete(row.id);
       this.touched.set(row.id, now.getTime());
       if (this.touched.size > MAX_TOUCHED) this.touched.delete(this.touched.keys().next().value ?? '');

@@ -30,6 +30,27 @@ const WITH_GIT = new PreparedQuery(2, (db, workspaceId: string, slug: string) =>
     .where('projects.slug', '=', slug),
 );
 
+/** The joined row as the project and its Git connection, both frozen (they may be shared). */
+function splitWithGit(row: WithGitRow): { project: ProjectRow; git: GitConnectionRow | undefined } {
+  const {
+    git_project_id, git_repo_full_name, git_branch, git_installation_id, git_auto_deploy, git_dockerfile_path, git_root_dir,
+    git_created_at, git_updated_at, git_webhook_id, git_webhook_secret, ...project
+  } = row;
+  const git =
+    git_project_id === null || git_repo_full_name === null || git_branch === null || git_installation_id === null || git_auto_deploy === null ||
+    git_dockerfile_path === null || git_root_dir === null || git_created_at === null || git_updated_at === null
+      ? undefined
+      : {
+          project_id: git_project_id, repo_full_name: git_repo_full_name, branch: git_branch, installation_id: git_installation_id,
+          auto_deploy: git_auto_deploy, dockerfile_path: git_dockerfile_path, root_dir: git_root_dir, created_at: git_created_at,
+          updated_at: git_updated_at, webhook_id: git_webhook_id, webhook_secret: git_webhook_secret,
+        };
+  return Object.freeze({ project: Object.freeze(project), git: git === undefined ? undefined : Object.freeze(git) });
+}
+
+type WithGitRow = NonNullable<Awaited<ReturnType<typeof WITH_GIT.first>>>;
+const SPLIT = new WeakMap<object, { project: ProjectRow; git: GitConnectionRow | undefined }>();
+
 export class ProjectRepository extends Repository {
   byId(id: string): Promise<ProjectRow | undefined> {
     return this.db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
@@ -44,20 +65,13 @@ export class ProjectRepository extends Repository {
   async inWorkspaceWithGit(workspaceId: string, slug: string): Promise<{ project: ProjectRow; git: GitConnectionRow | undefined } | undefined> {
     const row = await WITH_GIT.first(this.db, this.dialect, workspaceId, slug);
     if (row === undefined) return undefined;
-    const {
-      git_project_id, git_repo_full_name, git_branch, git_installation_id, git_auto_deploy, git_dockerfile_path, git_root_dir,
-      git_created_at, git_updated_at, git_webhook_id, git_webhook_secret, ...project
-    } = row;
-    const git =
-      git_project_id === null || git_repo_full_name === null || git_branch === null || git_installation_id === null || git_auto_deploy === null ||
-      git_dockerfile_path === null || git_root_dir === null || git_created_at === null || git_updated_at === null
-        ? undefined
-        : {
-            project_id: git_project_id, repo_full_name: git_repo_full_name, branch: git_branch, installation_id: git_installation_id,
-            auto_deploy: git_auto_deploy, dockerfile_path: git_dockerfile_path, root_dir: git_root_dir, created_at: git_created_at,
-            updated_at: git_updated_at, webhook_id: git_webhook_id, webhook_secret: git_webhook_secret,
-          };
-    return { project, git };
+    // a row kept by the prepared query comes back as the same object: split it once
+    let split = SPLIT.get(row);
+    if (split === undefined) {
+      split = splitWithGit(row);
+      SPLIT.set(row, split);
+    }
+    return split;
   }
 
   /** The workspace's projects, oldest first. */
