@@ -10,6 +10,7 @@ import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
+import { PING_EVERY_MS } from './stream.js';
 import { RefusalLog, RequestLogController } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
@@ -50,6 +51,8 @@ export interface AppDeps extends Deps {
   version: string;
   /** how often open streams re-check their caller (default and maximum 10 s; tests use less) */
   streamRecheckMs?: number;
+  /** how often open streams ping their clients (default 30 s; tests use less) */
+  streamPingMs?: number;
   /** rate-limit refusals are logged once per client per this interval (default 60 s) */
   refusalLogMs?: number;
   /** the live tail's hub (src/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
@@ -151,6 +154,7 @@ export async function buildApp(deps: AppDeps) {
     clock: deps.clock,
     refusals: new RefusalLog(app.log, deps.refusalLogMs ?? 60_000),
     streamRecheckMs: deps.streamRecheckMs ?? 10_000,
+    streamPingMs: deps.streamPingMs ?? PING_EVERY_MS,
   });
 
   await app.register(systemRoutes, { store: deps.store, metrics });

@@ -7,7 +7,8 @@ export const errorFrame = (message: string): string => `[ERROR] ${message}`;
 
 /** Stop reading the source while this much is waiting to be sent to a slow client. */
 const HIGH_WATER = 1024 * 1024;
-const PING_EVERY_MS = 30_000;
+/** How often a stream pings its client by default. */
+export const PING_EVERY_MS = 30_000;
 /** The issue's bound: a revoked caller is cut off within this, whatever the setting says. */
 export const MAX_RECHECK_MS = 10_000;
 
@@ -17,6 +18,8 @@ export interface StreamRequest {
   /** null when the caller was refused at the handshake (then `run` reports the refusal) */
   recheck: (() => Promise<void>) | null;
   streamRecheckMs: number;
+  /** how often the client is pinged; one that has not answered the previous ping by then is dropped */
+  streamPingMs: number;
 }
 
 /**
@@ -57,7 +60,7 @@ export function serveStream(
     }
     alive = false;
     socket.ping();
-  }, PING_EVERY_MS);
+  }, request.streamPingMs);
 
   let checking = false;
   const { recheck } = request;

@@ -244,3 +244,40 @@ describe.each(STORE_KINDS)('live log stream on %s', (kind) => {
     expect((await s.request('GET', path)).status).toBe(401);
   });
 });
+
+describe('live log stream pings', () => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite', { streamPingMs: 100 });
+    w = await makeWorkspace(s);
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  it('pings an idle client, which stays connected while it answers, and drops one that stops answering', async () => {
+    const p = await makeProject(s, w);
+    const url = `${s.url.replace('http', 'ws')}/api/workspaces/${w.slug}/projects/${p.slug}/live-logs?tail=0`;
+
+    const answering = new WebSocket(url, { headers: { 'x-api-key': w.member.key } });
+    let pings = 0;
+    answering.on('ping', () => { pings += 1; });
+    await new Promise<void>((resolve, reject) => { answering.once('open', () => { resolve(); }); answering.once('error', reject); });
+    // the ws client answers every ping with a pong by itself
+    await until('three pings', () => pings >= 3, 5000);
+    expect(answering.readyState).toBe(WebSocket.OPEN);
+
+    // a client that never answers: the server drops it once a ping has gone unanswered for an interval
+    const silent = new WebSocket(url, { headers: { 'x-api-key': w.member.key }, autoPong: false });
+    let silentPings = 0;
+    let silentClosed = false;
+    silent.on('ping', () => { silentPings += 1; });
+    silent.on('close', () => { silentClosed = true; });
+    await new Promise<void>((resolve, reject) => { silent.once('open', () => { resolve(); }); silent.once('error', reject); });
+    await until('the silent client dropped', () => silentClosed, 5000);
+    expect(silentPings).toBeGreaterThanOrEqual(1);
+    expect(answering.readyState).toBe(WebSocket.OPEN);
+    answering.close();
+  });
+});

@@ -65,7 +65,7 @@ const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 /** The whole API on a real port, over a fresh store of the given kind. */
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -100,6 +100,7 @@ export async function startTestServer(
     ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
     ...(opts.githubWebhookSecret === undefined ? {} : { githubWebhookSecret: opts.githubWebhookSecret }),
     ...(opts.streamRecheckMs === undefined ? {} : { streamRecheckMs: opts.streamRecheckMs }),
+    ...(opts.streamPingMs === undefined ? {} : { streamPingMs: opts.streamPingMs }),
     ...(opts.refusalLogMs === undefined ? {} : { refusalLogMs: opts.refusalLogMs }),
     version: 'test',
     liveLogs,

@@ -38,6 +38,8 @@ declare module 'fastify' {
     recheck: (() => Promise<void>) | null;
     /** how often open streams call `recheck` */
     streamRecheckMs: number;
+    /** how often open streams ping their client */
+    streamPingMs: number;
   }
 }
 
@@ -51,6 +53,8 @@ export interface AuthOptions {
   refusals: RefusalLog;
   /** how often an open stream re-checks its caller (at most 10 s) */
   streamRecheckMs: number;
+  /** how often an open stream pings its client */
+  streamPingMs: number;
 }
 
 /** The key from the `X-API-Key` header, or (for WebSocket handshakes from browsers) `?api_key=`. */
@@ -80,6 +84,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   app.decorateRequest('rateLimited', false);
   app.decorateRequest('recheck', null);
   app.decorateRequest('streamRecheckMs', opts.streamRecheckMs);
+  app.decorateRequest('streamPingMs', opts.streamPingMs);
   app.addHook('onClose', () => {
     opts.refusals.close();
   });
