@@ -71,19 +71,6 @@ describe('PreparedQuery on an SQLite file store (its own read connection)', () =
     await open;
     expect(await q.first(store.db, 'sqlite', 'uncommitted@example.com')).toEqual({ id: 'u1', email: 'uncommitted@example.com' });
   });
-});
-
-describe('PreparedQuery answers kept on the SQLite read connection', () => {
-  let dir: string;
-  let store: Store;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'slipway-pq-'));
-    store = await createStore(join(dir, 'slipway.db'));
-  });
-  afterAll(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('answers again after any commit: this process\'s writes, and another connection\'s', async () => {
     const q = new PreparedQuery(1, (db, id: string) => db.selectFrom('users').select(['id', 'name']).where('id', '=', id));
