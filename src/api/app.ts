@@ -105,7 +105,7 @@ export async function buildApp(deps: AppDeps) {
   app.setValidatorCompiler(validatorCompiler());
   app.addSchema(ErrorEnvelope);
 
-  const services = createServices(deps);
+  const services = createServices(deps, (projectId) => { deps.liveLogs?.notify(projectId); });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
   const latency = new Histogram({

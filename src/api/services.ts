@@ -42,7 +42,8 @@ export interface Services {
 /** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
 export const LEASE_MS = 60_000;
 
-export function createServices(deps: Deps): Services {
+/** `onLogsStored`: lines of the project were stored by this process (the live tail's hub wakes its readers). */
+export function createServices(deps: Deps, onLogsStored: (projectId: string) => void = () => undefined): Services {
   const apiKeys = new ApiKeyService(deps);
   const wallets = new WalletService(deps);
   const installations = new GitHubInstallationService(deps);
@@ -58,7 +59,7 @@ export function createServices(deps: Deps): Services {
     installations,
     git: new GitService(deps),
     deployments: new DeploymentService(deps),
-    buildLog: new BuildLog(deps),
+    buildLog: new BuildLog(deps, onLogsStored),
     queue,
     deploys: new DeployService(deps, queue, wallets, engine),
     engine,

@@ -6,7 +6,7 @@
  * same interface. Layout and measurements: docs/logs.md.
  */
 
-/** Build lines are meant to move here as `build` (docs/logs.md#build-lines); collection writes the other two. */
+/** `build`: a deployment's build output (src/deploy/build-log.ts, docs/logs.md#build-lines); collection writes the other two. */
 export type LogStreamKind = 'stdout' | 'stderr' | 'build';
 export const LOG_STREAMS: readonly LogStreamKind[] = ['stdout', 'stderr', 'build'];
 

@@ -93,4 +93,49 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     });
     expect((await s.request('GET', path)).status).toBe(401);
   });
+
+  /** A claimed deployment of the project; others left queued by earlier cases are failed on the way. */
+  async function claimed(projectId: string, worker: string): Promise<{ id: string }> {
+    const d = await q.enqueue({ projectId, source: 'git' });
+    for (;;) {
+      const c = await q.claim(worker);
+      if (c === null || c.id === d.id) return d;
+      await q.advance(c.id, worker, { kind: 'fail' }, { error: 'not this one' });
+    }
+  }
+
+  it("keeps build lines in the project's log store: GET …/logs?stream=build, usage, the live tail, and gone with the project", async () => {
+    const project = await makeProject(s, w);
+    const live = openStream(`${s.url.replace('http', 'ws')}/api/workspaces/${w.slug}/projects/${project.slug}/live-logs?tail=10`, { 'x-api-key': w.member.key });
+    const d = await claimed(project.id, 'store');
+    await s.services.buildLog.append(d.id, ['Step 1/2 : FROM base', 'x'.repeat(9000)]);
+    await q.advance(d.id, 'store', { kind: 'fail' }, { error: 'done' });
+
+    const logs = `/api/workspaces/${w.slug}/projects/${project.slug}/logs`;
+    const page = await s.request('GET', `${logs}?stream=build&direction=asc`, { key: w.member.key });
+    expect(page.status).toBe(200);
+    const entries = (page.body as { data: { entries: { deployment_id: string; pod: string; stream: string; message: string }[] } }).data.entries;
+    expect(entries.map((e) => [e.deployment_id, e.pod, e.stream])).toEqual([[d.id, 'builder', 'build'], [d.id, 'builder', 'build']]);
+    // a line over 8 KiB is cut and marked
+    expect(entries.map((e) => e.message)).toEqual(['Step 1/2 : FROM base', `${'x'.repeat(8192)}…`]);
+    // without a stream filter the build lines are among the project's lines; none is stdout
+    expect((await s.request('GET', `${logs}?stream=stdout`, { key: w.member.key })).body).toMatchObject({ data: { entries: [] } });
+    expect((await s.request('GET', logs, { key: w.member.key })).body).toMatchObject({ data: { entries: [{ stream: 'build' }, { stream: 'build' }] } });
+    expect((await s.request('GET', `${logs}/usage`, { key: w.member.key })).body).toMatchObject({ data: { lines: 2 } });
+    // the live tail shows the build lines
+    await live.received(2);
+    expect(live.frames[0]).toContain('builder build Step 1/2 : FROM base');
+    live.close();
+
+    expect((await s.request('DELETE', `/api/workspaces/${w.slug}/projects/${project.slug}`, { key: w.owner.key })).status).toBeLessThan(300);
+    expect((await s.logStore.usage(project.id)).lines).toBe(0);
+  });
+
+  it('replays a build written before build lines moved to the log store (deployment_logs)', async () => {
+    const d = await claimed(p.id, 'legacy');
+    const at = new Date().toISOString();
+    await s.store.repos.buildLogs.append([1, 2, 3].map((seq) => ({ deployment_id: d.id, seq, at, line: `old line ${seq.toString()}` })));
+    await q.advance(d.id, 'legacy', { kind: 'fail' }, { error: 'done' });
+    expect(await openStream(wsUrl(d.id), { 'x-api-key': w.member.key }).closed).toEqual(['old line 1', 'old line 2', 'old line 3', '[END]']);
+  });
 });

@@ -79,7 +79,7 @@ describe.each(STORE_KINDS)('a deploy with an env value the engine refuses, store
     expect(d.status).toBe('failed');
     expect(d.error).toBe('The value of the variable "SECRET_TOKEN" must not contain a NUL byte (U+0000): a container\'s environment cannot carry it. Give it a new value; no container was started with it.');
 
-    const buildLog = (await s.store.db.selectFrom('deployment_logs').select('line').where('deployment_id', '=', d.id).execute()).map((l) => l.line);
+    const buildLog = (await s.logStore.query(project.id, { deploymentId: d.id, stream: 'build', direction: 'asc', limit: 1000 })).entries.map((l) => l.message);
     expect(buildLog.at(-1)).toBe(`[failed] ${d.error ?? ''}`);
     const records = await s.store.db.selectFrom('deployments').selectAll().where('project_id', '=', project.id).execute();
     for (const text of [s.logs.join('\n'), engineLog.join('\n'), buildLog.join('\n'), JSON.stringify(records)]) {

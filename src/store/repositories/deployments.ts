@@ -22,6 +22,16 @@ export class DeploymentRepository extends Repository {
     return this.db.selectFrom('deployments').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
   }
 
+  /** The project and workspace a deployment belongs to (undefined once it is gone). */
+  owner(id: string): Promise<{ project_id: string; workspace_id: string } | undefined> {
+    return this.db
+      .selectFrom('deployments')
+      .innerJoin('projects', 'projects.id', 'deployments.project_id')
+      .select(['deployments.project_id', 'projects.workspace_id'])
+      .where('deployments.id', '=', id)
+      .executeTakeFirst();
+  }
+
   /** One page of the project's deployments, newest first. */
   page(projectId: string, limit: number, offset: number): Promise<DeploymentRow[]> {
     return this.newestFirst(projectId).limit(limit).offset(offset).execute();

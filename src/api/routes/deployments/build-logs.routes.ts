@@ -5,6 +5,7 @@ import { isActive } from '../../../domain/deployment.js';
 import type { Services } from '../../services.js';
 import { accessOf } from '../../plugins/auth.js';
 import { serveStream } from '../../stream.js';
+import { BUILD_LOG_START } from '../../../deploy/build-log.js';
 import { authErrors } from '../../schemas.js';
 
 /** How often a follower on this replica looks at the store for lines written elsewhere. */
@@ -38,22 +39,24 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
           if (req.refusal !== null) throw req.refusal;
           const { project_slug, id } = req.params;
           const access = accessOf(req);
-          await deployments.get(access, project_slug, id);
-          let seq = 0;
+          const deployment = await deployments.get(access, project_slug, id);
+          const project = deployment.project_id;
+          let position = BUILD_LOG_START;
           for (;;) {
-            const rows = await buildLog.read(id, seq);
-            for (const row of rows) {
-              await stream.send(row.line);
-              seq = row.seq;
-            }
+            const read = await buildLog.read(project, id, position);
+            for (const line of read.lines) await stream.send(line);
+            position = read.position;
             if (stream.closed) return;
-            if (rows.length > 0) continue;
+            if (read.lines.length > 0) continue;
             const { status } = await deployments.get(access, project_slug, id);
             if (!isActive(status)) {
               // Lines written just before the status changed are read once more before [END].
-              const last = await buildLog.read(id, seq);
-              for (const row of last) await stream.send(row.line);
-              return;
+              for (;;) {
+                const last = await buildLog.read(project, id, position);
+                for (const line of last.lines) await stream.send(line);
+                position = last.position;
+                if (last.lines.length === 0) return;
+              }
             }
             await buildLog.changed(id, POLL_MS);
           }
