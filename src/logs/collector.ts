@@ -11,7 +11,7 @@ export interface CollectorLog {
 
 export interface LogCollectorOptions {
   runtime: Pick<Runtime, 'list' | 'inspect' | 'logs' | 'events'>;
-  store: Pick<LogStore, 'cursors'>;
+  store: Pick<LogStore, 'cursors' | 'forgetCursors'>;
   writer: Pick<LogWriter, 'write' | 'close'>;
   /** the labels every container of this installation carries (its instance label) */
   labels: Labels;
@@ -102,6 +102,8 @@ export class LogCollector {
   private events: Feed<RuntimeEvent> | null = null;
   private rescanTimer: NodeJS.Timeout | null = null;
   private scanning: Promise<void> | null = null;
+  /** removed containers whose stored cursors go at the next rescan, once the writer has stored their last lines */
+  private removed = new Set<string>();
   private stopped = false;
 
   private readonly settled: Settled;
@@ -153,6 +155,7 @@ export class LogCollector {
     const scan = (async () => {
       try {
         if (this.events === null) await this.subscribe();
+        await this.forgetRemoved();
         const containers = await this.o.runtime.list({ labels: this.o.labels });
         const gone = new Set(this.followers.keys());
         const exists = new Map<string, Promise<boolean>>();
@@ -241,8 +244,23 @@ export class LogCollector {
   }
 
   private forget(containerId: string): void {
-    this.readUpTo.delete(containerId);
+    if (this.readUpTo.delete(containerId) || this.positions.delete(containerId)) this.removed.add(containerId);
     this.positions.delete(containerId);
+  }
+
+  /**
+   * The stored cursors of containers removed before the last rescan: a removed container never
+   * runs again. Those still followed (their last lines on the way to the store) wait a rescan more.
+   */
+  private async forgetRemoved(): Promise<void> {
+    const done = [...this.removed].filter((id) => !this.followers.has(id));
+    if (done.length === 0) return;
+    try {
+      await this.o.store.forgetCursors(done);
+      for (const id of done) this.removed.delete(id);
+    } catch (err) {
+      this.o.log.warn({ err }, 'log collector: cannot forget the cursors of removed containers; trying again later');
+    }
   }
 
   private later(ms: number, fn: () => void): void {

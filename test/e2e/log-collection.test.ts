@@ -167,6 +167,22 @@ describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
     await stop(c);
   });
 
+  it('forgets the stored cursor of a removed container, and keeps the one of a stopped container', async () => {
+    const p = await makeProject(s, w);
+    const c = collector();
+    await c.start();
+    const removed = await container(p, 'echo removed; sleep 3600');
+    const stopped = await container(p, 'echo stopped; sleep 3600');
+    await messagesOf(p, 2);
+    const both = [removed.id, stopped.id];
+    await until('both cursors stored', async () => ((await s.logStore.cursors(both)).size === 2 ? true : undefined));
+    await docker.getContainer(stopped.id).stop({ t: 0 });
+    await docker.getContainer(removed.id).remove({ force: true });
+    await until('the removed container\'s cursor gone', async () => ((await s.logStore.cursors([removed.id])).size === 0 ? true : undefined));
+    expect([...(await s.logStore.cursors(both)).keys()]).toEqual([stopped.id]);
+    await stop(c);
+  });
+
   it('cuts a line over 16 KiB and marks it, reads JSON and logfmt levels', async () => {
     const p = await makeProject(s, w);
     const c = collector();
