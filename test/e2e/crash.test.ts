@@ -1,4 +1,5 @@
-// kill -9 of `slipway serve` in the middle of a build (issue 4's test list): the built launcher
+// kill -9 of `slipway serve` in the middle of a build (issue 4's test list) and while an app prints
+// (issue 11: its output is collected once, in order, across the crash): the built launcher
 // as a child process, with the Docker engine and the nginx router, on a temp data directory.
 // While Slipway is down its nginx (detached, in its own process group) keeps serving the running
 // deployment; the next start on the same data directory adopts that nginx, fails the interrupted
@@ -284,5 +285,40 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(nginxMaster(routerDir)).toBeUndefined();
     expect((await viaRouter(routerPort)).status).toBe(0);
+  }, 240_000);
+
+  it("collects an app's output across a kill -9 of Slipway: every line once, in order", async () => {
+    // The app prints a numbered line every 10 ms for a few seconds, then serves on.
+    const n = 500;
+    await repo.commit('chatty version', {
+      Dockerfile: `FROM ${base}\nCMD ["sh", "-c", "mkdir -p /www && echo chatty > /www/index.html && httpd -f -p $PORT -h /www & i=0; while [ $i -lt ${n.toString()} ]; do i=$((i+1)); echo tick $i; sleep 0.01; done; wait"]\n`,
+    });
+    proc = await serve();
+    const deployed = await call<Deployment>('POST', `${PROJECT}/deploy`);
+    expect(deployed.status).toBe(202);
+    const id = deployed.body.data?.id ?? '';
+    const ticks = async (): Promise<string[]> => {
+      const out: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = `stream=stdout&deployment_id=${id}&direction=asc&limit=1000${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+        const r = await call<{ entries: { message: string }[]; next_cursor: string | null }>('GET', `${PROJECT}/logs?${q}`);
+        out.push(...(r.body.data?.entries ?? []).map((e) => e.message));
+        cursor = r.body.data?.next_cursor ?? null;
+      } while (cursor !== null);
+      return out;
+    };
+    await waitFor('the first ticks stored', async () => ((await ticks()).length >= 50 ? true : undefined), proc, 120_000);
+    expect(await proc.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+    // the app goes on printing while Slipway is down
+    await sleep(1000);
+    proc = await serve(['--router-on-exit', 'stop']);
+    const all = await waitFor('every tick stored', async () => {
+      const t = await ticks();
+      return t.length >= n ? t : undefined;
+    }, proc, 120_000);
+    await sleep(1500);
+    expect(await ticks()).toEqual(Array.from({ length: n }, (_, i) => `tick ${(i + 1).toString()}`));
+    expect(all.length).toBe(n);
   }, 240_000);
 });
