@@ -1,12 +1,15 @@
-// Two `slipway serve --engine docker` processes on one store (here the same SQLite data
-// directory): only one runs the deploy engine, the other serves the API as a standby, and takes
-// the engine (and the nginx router it leaves running) over when the first one stops. The apps
-// answer through the router all along.
+// Two `slipway serve --engine docker` processes on one store (the same SQLite data directory, or
+// one PostgreSQL database): only one runs the deploy engine, the other serves the API as a
+// standby, and takes the engine (and the nginx router it leaves running) over when the first one
+// stops. The apps answer through the router all along, and the standby streams the lines the
+// leader's collector stored (issue 11).
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
+import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
 import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
@@ -17,17 +20,19 @@ const PROJECT = '/api/workspaces/default/projects/hello';
 
 const viaRouter = (port: number) => probeRouter(port, HOST);
 
+/** The page, and (from v2 on) a few numbered lines on stdout as the app starts. */
 const app = (base: string, text: string) => ({
-  Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
+  Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "for i in 1 2 3 4 5; do echo ${text} line $i; done; exec httpd -f -p $PORT -h /www"]\n`,
   'index.html': `${text}\n`,
 });
 
-describe('two Slipway processes on one store: one engine, one standby that takes over', () => {
+describe.each(STORE_KINDS)('two Slipway processes on one store (%s): one engine, one standby that takes over', (kind) => {
   let base: string;
   let root: RepoRoot;
   let repo: TestRepo;
   let dataDir: string;
   let routerPort: number;
+  let database: TestDatabase | undefined;
   let key = '';
   const procs: { proc: SlipwayProcess; api: string }[] = [];
 
@@ -42,6 +47,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
       '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--log-level', 'info',
+      ...(database === undefined ? [] : ['--database-url', database.url]),
       ...extra,
     ], { SLIPWAY_ENGINE: 'docker' });
     await waitHealthy(proc, api);
@@ -70,6 +76,7 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     dataDir = mkdtempSync(join(tmpdir(), 'slipway-standby-'));
     chmodSync(dataDir, 0o755);
     routerPort = await freePort();
+    if (kind === 'postgres') database = await freshDatabase('postgres');
   }, 120_000);
 
   afterAll(async () => {
@@ -85,12 +92,13 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     })());
     for (const pid of left) process.kill(Number(pid), 'SIGQUIT');
     expect(left).toEqual([]);
-    await purgeInstallation(dataDir);
+    await purgeInstallation(dataDir, database?.url);
     await root.dispose();
     rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
   }, 120_000);
 
-  it('the standby queues work for the leader, then takes the engine and the router over without a failed request', async () => {
+  it('the standby queues work for the leader, streams the lines the leader collected, then takes the engine and the router over without a failed request', async () => {
     const a = await serve();
     key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(a.proc.stdout())?.[0], a.proc);
     expect((await call(a.api, 'POST', '/api/workspaces/default/projects', { name: 'hello', port: 8080, cpu: '0.25', ram: '0.125' })).status).toBe(201);
@@ -101,9 +109,23 @@ describe('two Slipway processes on one store: one engine, one standby that takes
     // (It hands over to no one: its nginx stops with it at the end.)
     const b = await serve(['--router-on-exit', 'stop']);
     await waitFor('the standby to say so', () => (b.proc.stdout().includes('standby: another Slipway process runs the deploy engine') ? true : undefined), b.proc);
+    // The standby's live tail, open before the deploy.
+    const frames: string[] = [];
+    const live = new WebSocket(`${b.api.replace('http', 'ws')}${PROJECT}/live-logs?tail=0&format=json`, { headers: { 'x-api-key': key } });
+    live.on('message', (m: Buffer) => frames.push(m.toString('utf8')));
+    await new Promise<void>((resolve, reject) => { live.once('open', () => { resolve(); }); live.once('error', reject); });
     // A deployment asked of the standby is built and rolled out by the leader.
     await repo.commit('v2', app(base, 'hello v2'));
-    expect(await deployVia(b.api, b.proc)).toMatchObject({ status: 'running', error: null });
+    const v2 = await deployVia(b.api, b.proc);
+    expect(v2).toMatchObject({ status: 'running', error: null });
+    // What the leader's collector stored reaches the standby's live tail and its log routes.
+    const printed = [1, 2, 3, 4, 5].map((i) => `hello v2 line ${i.toString()}`);
+    const stdoutOf = (entries: { stream: string; message: string; deployment_id: string }[]) => entries.filter((e) => e.stream === 'stdout' && e.deployment_id === v2.id).map((e) => e.message);
+    await waitFor('the standby to stream the new lines', () => (stdoutOf(frames.map((f) => JSON.parse(f) as { stream: string; message: string; deployment_id: string })).length >= 5 ? true : undefined), b.proc, 30_000);
+    live.close();
+    expect(stdoutOf(frames.map((f) => JSON.parse(f) as { stream: string; message: string; deployment_id: string }))).toEqual(printed);
+    const stored = await call<{ entries: { stream: string; message: string; deployment_id: string }[] }>(b.api, 'GET', `${PROJECT}/logs?stream=stdout&direction=asc`);
+    expect(stdoutOf(stored.body.data?.entries ?? [])).toEqual(printed);
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v2\n' });
     // The standby's status view reads the pods from the engine, as the leader's does.
     const status = await call<{ pods: { ready: number; total: number; items: { name: string; status: string }[] } }>(b.api, 'GET', `${PROJECT}/status`);

@@ -65,13 +65,14 @@ export async function probeDuring<T, R>(probe: () => Promise<T>, everyMs: number
 }
 
 /**
- * Removes what the installation in `dataDir` (SQLite) made on the engine: everything labelled
- * with its instance id, and its `ws-default` network (which carries the workspace's id).
+ * Removes what the installation in `dataDir` (SQLite, or the PostgreSQL store at `databaseUrl`)
+ * made on the engine: everything labelled with its instance id, and its `ws-default` network
+ * (which carries the workspace's id).
  */
-export async function purgeInstallation(dataDir: string): Promise<void> {
+export async function purgeInstallation(dataDir: string, databaseUrl?: string): Promise<void> {
   const file = join(dataDir, 'slipway.db');
-  if (!existsSync(file)) return;
-  const store = await createStore(file);
+  if (databaseUrl === undefined && !existsSync(file)) return;
+  const store = await createStore(databaseUrl ?? file);
   const id = await instanceId(store);
   const workspace = await store.db.selectFrom('workspaces').select('id').where('slug', '=', 'default').executeTakeFirst();
   await store.close();
