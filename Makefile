@@ -72,7 +72,7 @@ bench-router: build
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
 
-.PHONY: bench-deploy bench-memory bench-api
+.PHONY: bench-deploy bench-memory bench-api bench-log-ingest bench-log-query bench-log-live
 
 ## The API's authenticated hot path (wrk): `slipway serve` vs a minimal Fastify handler, on SQLite and PostgreSQL.
 bench-api: build
@@ -92,6 +92,14 @@ bench-memory: build
 	@bash scripts/ensure-system.sh
 	@bash scripts/ensure-docker.sh
 	npx tsx bench/idle-memory.bench.ts
+
+## Runtime logs through `slipway serve`, on SQLite and PostgreSQL (bench/logs.bench.ts): ingest from real containers
+## (goal >= 50,000 lines/s SQLite, >= 20,000 PostgreSQL), newest 100 of 1,000,000 lines (p99 <= 20 ms), write -> WebSocket (p99 <= 100 ms).
+bench-log-ingest bench-log-query bench-log-live: build
+	@bash scripts/ensure-system.sh
+	@bash scripts/ensure-docker.sh
+	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
+	@url=$$(bash scripts/ensure-postgres.sh) && npx tsx bench/logs.bench.ts $(patsubst bench-log-%,%,$@) --pg-url "$$url"
 
 clean:
 	rm -rf dist test-results .test-env

@@ -12,7 +12,7 @@ export interface CollectorLog {
 export interface LogCollectorOptions {
   runtime: Pick<Runtime, 'list' | 'inspect' | 'logs' | 'events'>;
   store: Pick<LogStore, 'cursors' | 'forgetCursors'>;
-  writer: Pick<LogWriter, 'write' | 'close'>;
+  writer: Pick<LogWriter, 'write' | 'close' | 'buffered'>;
   /** the labels every container of this installation carries (its instance label) */
   labels: Labels;
   /** false once a project is deleted: its containers wait for the reconciler, and their lines must not bring its logs back */
@@ -31,6 +31,11 @@ type Settled = LogCollectorOptions & { maxLineBytes: number; ratePerSecond: numb
 const MAX_LINE_BYTES = 16 * 1024;
 const RATE_PER_SECOND = 1000;
 const RESCAN_EVERY_MS = 10_000;
+/**
+ * While the writer holds this many lines, the followers stop reading: the engine keeps the rest
+ * in its log file, and the store catches up instead of the writer dropping lines.
+ */
+const WRITER_HIGH_WATER = 20_000;
 /** after a container's feed ends, how long before it is looked at again (a restart, a last catch-up) */
 const RECHECK_MS = 500;
 
@@ -400,6 +405,8 @@ class Follower {
       for await (const line of this.feed) {
         if (resume[line.stream].seen(line.timestamp)) continue;
         this.take(line);
+        // the store is behind: read on once it has caught up (the engine keeps the lines meanwhile)
+        while (o.writer.buffered >= WRITER_HIGH_WATER && !this.isClosed()) await new Promise((r) => setTimeout(r, 20));
       }
     } catch (err) {
       if (!this.closed) {

@@ -2,7 +2,7 @@ import type { CollectionCursor, DroppedLines, LogBatch, LogLine, LogStore } from
 
 export interface LogWriterOptions {
   store: Pick<LogStore, 'append'>;
-  /** a batch goes out at least this often while lines wait (default 250 ms) */
+  /** a batch goes out at least this often while lines wait (default 50 ms) */
   flushEveryMs?: number;
   /** a batch holds about this many lines (default 5000); a full one goes out at once */
   maxBatchLines?: number;
@@ -41,7 +41,7 @@ export class LogWriter {
 
   constructor(private readonly options: LogWriterOptions) {
     this.store = options.store;
-    this.flushEveryMs = options.flushEveryMs ?? 250;
+    this.flushEveryMs = options.flushEveryMs ?? 50;
     this.maxBatchLines = options.maxBatchLines ?? 5000;
     this.maxBufferedLines = options.maxBufferedLines ?? 100_000;
   }
