@@ -18,19 +18,11 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { assertWrk, machine, startServe, wrk, writeResult, type Measure, type Serve } from './support.js';
+import { arg, assertWrk, freshPostgres, machine, num, startServe, wrk, writeResult, type Measure, type Serve } from './support.js';
 
 const SELF = fileURLToPath(import.meta.url);
 type StoreKind = 'sqlite' | 'postgres';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? fallback : (process.argv[i + 1] ?? fallback);
-}
-const num = (name: string, fallback: number): number => {
-  const v = Number(arg(name, String(fallback)));
-  return Number.isFinite(v) ? v : fallback;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The reference: what a developer would write for this one route, in its own process.
@@ -77,24 +69,6 @@ function startReference(store: StoreKind, where: string): Promise<{ child: Child
 
 // ---------------------------------------------------------------------------------------------
 
-async function freshPostgres(base: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `slipway_bench_${String(process.pid)}_${String(Date.now())}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
 
 interface StoreResult { store: StoreKind; rounds: { reference: Measure; slipway: Measure }[] }
 

@@ -21,7 +21,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import pg from 'pg';
 import WebSocket from 'ws';
 import type { LogLine, LogStore } from '../src/domain/logs.js';
 import { PostgresLogStore } from '../src/logs/postgres.log-store.js';
@@ -29,19 +28,11 @@ import { SqliteLogStore } from '../src/logs/sqlite.log-store.js';
 import { DockerRuntime } from '../src/runtime/docker/docker.runtime.js';
 import { createStore, instanceId } from '../src/store/db.js';
 import { ensureBaseImage } from '../test/factories/images.js';
-import { assertWrk, machine, procStatusKiB, quantile, round, sleep, startServe, wrk, writeResult, type Serve } from './support.js';
+import { arg, assertWrk, freshPostgres, machine, num, procStatusKiB, quantile, round, sleep, startServe, wrk, writeResult, type Serve } from './support.js';
 
 const execFileP = promisify(execFile);
 type StoreKind = 'sqlite' | 'postgres';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? fallback : (process.argv[i + 1] ?? fallback);
-}
-const num = (name: string, fallback: number): number => {
-  const v = Number(arg(name, String(fallback)));
-  return Number.isFinite(v) ? v : fallback;
-};
 
 const GOALS = {
   ingest: { sqlite: 50_000, postgres: 20_000 },
@@ -51,24 +42,6 @@ const GOALS = {
 
 // ---------------------------------------------------------------------------------------------
 
-async function freshPostgres(base: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `slipway_logs_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
 
 interface Installation {
   serve: Serve;

@@ -8,7 +8,9 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { assertBuilt, BIN, freePort, slipwayEnv } from '../test/factories/process.js';
 
 export { freePort };
@@ -408,3 +410,35 @@ export async function purgeByLabels(labels: readonly string[]): Promise<{ contai
   }
   return out;
 }
+
+/** A scratch PostgreSQL database on the server of `base` (an admin URL), and how to drop it. */
+export async function freshPostgres(base: string, prefix = 'slipway_bench'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** The value after `--name` on the command line, or `fallback`. */
+export function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : (process.argv[i + 1] ?? fallback);
+}
+
+/** A number after `--name`, or `fallback` when absent or not a number. */
+export const num = (name: string, fallback: number): number => {
+  const v = Number(arg(name, String(fallback)));
+  return Number.isFinite(v) ? v : fallback;
+};
