@@ -146,7 +146,7 @@ async function ingest(kind: StoreKind, pgUrl: string): Promise<Record<string, un
     const p = await project(i, 'ingest');
     const usagePath = `/api/workspaces/${i.slug}/projects/${p.slug}/logs/usage`;
     const usage = async () => (await i.serve.request<{ lines: number; dropped_lines: number }>('GET', usagePath)).data ?? { lines: 0, dropped_lines: 0 };
-    const cpu0 = cpuSeconds(i.serve.pid);
+    let cpu0 = 0;
     let peakRss = 0;
     const sampler = setInterval(() => { peakRss = Math.max(peakRss, procStatusKiB(i.serve.pid, 'VmRSS')); }, 100);
     // ~110-byte lines, numbered
@@ -157,7 +157,11 @@ async function ingest(kind: StoreKind, pgUrl: string): Promise<Record<string, un
     // every line is either stored or dropped (the writer's buffer was full) and counted
     while (Date.now() < deadline) {
       last = await usage();
-      if (first === 0 && last.lines > 0) first = performance.now();
+      if (first === 0 && last.lines > 0) {
+        // CPU over the same window as the rate: from the first stored line to the last
+        first = performance.now();
+        cpu0 = cpuSeconds(i.serve.pid);
+      }
       if (last.lines + last.dropped_lines >= total) break;
       await sleep(20);
     }

@@ -24,9 +24,11 @@ export interface LogCollectorOptions {
   ratePerSecond?: number;
   /** how often every container is looked at again, for a missed event (default 10 s) */
   rescanEveryMs?: number;
+  /** while the writer holds this many lines, the followers stop reading (default 20,000; keep it well below the writer's own bound, which drops past it) */
+  pauseAtBufferedLines?: number;
 }
 
-type Settled = LogCollectorOptions & { maxLineBytes: number; ratePerSecond: number };
+type Settled = LogCollectorOptions & { maxLineBytes: number; ratePerSecond: number; pauseAtBufferedLines: number };
 
 const MAX_LINE_BYTES = 16 * 1024;
 const RATE_PER_SECOND = 1000;
@@ -117,7 +119,7 @@ export class LogCollector {
     this.maxLineBytes = o.maxLineBytes ?? MAX_LINE_BYTES;
     this.rate = o.ratePerSecond ?? RATE_PER_SECOND;
     this.rescanEveryMs = o.rescanEveryMs ?? RESCAN_EVERY_MS;
-    this.settled = { ...o, maxLineBytes: this.maxLineBytes, ratePerSecond: this.rate };
+    this.settled = { ...o, maxLineBytes: this.maxLineBytes, ratePerSecond: this.rate, pauseAtBufferedLines: o.pauseAtBufferedLines ?? WRITER_HIGH_WATER };
   }
 
   /** Containers followed now. */
@@ -405,8 +407,12 @@ class Follower {
       for await (const line of this.feed) {
         if (resume[line.stream].seen(line.timestamp)) continue;
         this.take(line);
-        // the store is behind: read on once it has caught up (the engine keeps the lines meanwhile)
-        while (o.writer.buffered >= WRITER_HIGH_WATER && !this.isClosed()) await new Promise((r) => setTimeout(r, 20));
+        // the store is behind: hand over what this feed holds, and read on once the store has
+        // caught up (the feed pauses the engine's stream meanwhile, and the engine keeps the lines)
+        if (this.pending.length + o.writer.buffered >= o.pauseAtBufferedLines) {
+          this.flush();
+          while (o.writer.buffered >= o.pauseAtBufferedLines && !this.isClosed()) await new Promise((r) => setTimeout(r, 20));
+        }
       }
     } catch (err) {
       if (!this.closed) {
@@ -424,7 +430,8 @@ class Follower {
     const o = this.collector.options;
     const p = this.position?.[line.stream] ?? null;
     const next = p !== null && p.timestamp === line.timestamp ? { timestamp: p.timestamp, count: p.count + 1 } : { timestamp: line.timestamp, count: 1 };
-    this.position = { stdout: this.position?.stdout ?? null, stderr: this.position?.stderr ?? null, [line.stream]: next };
+    const other = line.stream === 'stdout' ? this.position?.stderr ?? null : this.position?.stdout ?? null;
+    this.position = line.stream === 'stdout' ? { stdout: next, stderr: other } : { stdout: other, stderr: next };
     this.collector.setPosition(this.c.id, this.position);
     const at = line.at.getTime();
     const w = this.window;
@@ -435,7 +442,7 @@ class Follower {
     if (this.window.kept < o.ratePerSecond) {
       this.window.kept++;
       const level = line.message.length <= o.maxLineBytes ? levelOf(line.message) : null;
-      this.push({ message: cutLine(line.message, o.maxLineBytes), stream: line.stream, timestamp: at, level });
+      this.push(cutLine(line.message, o.maxLineBytes), line.stream, at, level);
       if (this.window.dropped === 0) this.safe = this.position;
     } else {
       this.window.dropped++;
@@ -456,13 +463,14 @@ class Follower {
     const w = this.window;
     if (w.dropped === 0) return;
     const rate = this.collector.options.ratePerSecond;
-    this.push({ message: `[slipway] dropped ${w.dropped.toString()} lines: over ${rate.toString()} lines/s`, stream: 'stderr', timestamp: w.lastAt, level: 'warn' }, w.dropped);
+    this.push(`[slipway] dropped ${w.dropped.toString()} lines: over ${rate.toString()} lines/s`, 'stderr', w.lastAt, 'warn', w.dropped);
     w.dropped = 0;
     this.safe = this.position;
   }
 
-  private push(line: Pick<LogLine, 'message' | 'stream' | 'timestamp' | 'level'>, dropped = 0): void {
-    this.pending.push({ ...line, projectId: this.projectId, workspaceId: this.workspaceId, deploymentId: this.deploymentId, pod: this.c.name });
+  private push(message: string, stream: LogLine['stream'], timestamp: number, level: string | null, dropped = 0): void {
+    // one object per line of one fixed shape, built at once (a spread per line showed in the ingest profile)
+    this.pending.push({ projectId: this.projectId, workspaceId: this.workspaceId, deploymentId: this.deploymentId, pod: this.c.name, stream, timestamp, message, level });
     this.droppedHere += dropped;
   }
 

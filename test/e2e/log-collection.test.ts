@@ -52,12 +52,20 @@ describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
     await s.close();
   });
 
-  function collector(opts: { ratePerSecond?: number; append?: (batch: LogBatch) => Promise<void> } = {}): LogCollector {
+  interface CollectorOptions {
+    ratePerSecond?: number;
+    append?: (batch: LogBatch) => Promise<void>;
+    writer?: LogWriter;
+    pauseAtBufferedLines?: number;
+  }
+
+  function collector(opts: CollectorOptions = {}): LogCollector {
     const store = opts.append === undefined ? s.logStore : { append: opts.append };
     const c = new LogCollector({
       runtime,
       store: s.logStore,
-      writer: new LogWriter({ store, flushEveryMs: 50, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      writer: opts.writer ?? new LogWriter({ store, flushEveryMs: 50, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      ...(opts.pauseAtBufferedLines === undefined ? {} : { pauseAtBufferedLines: opts.pauseAtBufferedLines }),
       labels,
       projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined,
       log,
@@ -217,6 +225,24 @@ describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
     expect(all.slice(0, 50).map((e) => e.message)).toEqual(lines('', 1, 50).map((l) => l.trim()));
     const usage = await s.request<{ dropped_lines: number }>('GET', `/api/workspaces/${w.slug}/projects/${p.slug}/logs/usage`, { key: w.member.key });
     expect(usage.body.data?.dropped_lines).toBe(dropped);
+    await stop(c);
+  });
+
+  it('stops reading while the store is behind instead of dropping: a burst larger than the writer\'s buffer is stored whole', async () => {
+    const p = await makeProject(s, w);
+    // a slow store: each batch takes 150 ms, and the writer holds at most 3,000 lines
+    const slow = { append: async (batch: LogBatch) => { await new Promise((res) => setTimeout(res, 150)); await s.logStore.append(batch); } };
+    const writer = new LogWriter({ store: slow, flushEveryMs: 50, maxBatchLines: 500, maxBufferedLines: 3000 });
+    const c = collector({ writer, pauseAtBufferedLines: 1000, ratePerSecond: 1_000_000 });
+    await c.start();
+    await container(p, 'seq 1 12000; sleep 3600');
+    const all = await until('every line', async () => ((await s.logStore.usage(p.id)).lines >= 12_000 ? true : undefined), 60_000);
+    expect(all).toBe(true);
+    await new Promise((res) => setTimeout(res, 500));
+    const got = await entries(p);
+    expect(got.map((e) => e.message)).toEqual(lines('', 1, 12_000).map((l) => l.trim()));
+    expect(writer.droppedLines).toBe(0);
+    expect((await s.logStore.usage(p.id)).droppedLines).toBe(0);
     await stop(c);
   });
 

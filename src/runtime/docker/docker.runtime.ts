@@ -56,6 +56,8 @@ export interface DockerRuntimeOptions {
 
 /** Subnet picks that another client of the engine took first, before giving up. */
 const SUBNET_ATTEMPTS = 20;
+/** lines of one container's log feed waiting for its reader before the engine's stream is paused */
+const LOG_FEED_HIGH_WATER = 5000;
 
 /** The IPv4 subnets of a network as the engine lists it. */
 const subnetsOf = (n: Docker.NetworkInspectInfo): string[] =>
@@ -553,7 +555,11 @@ export class DockerRuntime implements Runtime {
     } catch (err) {
       throw new Error(`Cannot read the logs of container ${idOrName}: ${engineMessage(err)}`, { cause: err });
     }
-    const feed = new Channel<LogLine>(() => { controller.abort(); });
+    // a reader that is behind (a log store catching up) pauses the engine's stream: the engine keeps the lines, not this process
+    const feed = new Channel<LogLine>(() => { controller.abort(); }, {
+      highWater: LOG_FEED_HIGH_WATER,
+      onPressure: (full) => { if (full) source.pause(); else source.resume(); },
+    });
     const sink = (stream: LogStream): { writable: Writable; splitter: LineSplitter } => {
       const splitter = new LineSplitter((line) => {
         const parsed = parseLogLine(stream, line);

@@ -5,14 +5,26 @@ import type { Feed } from '../../domain/runtime.js';
  * the feed (with an error, the consumer's loop throws it); close() is the consumer saying stop,
  * and runs `onClose` once so that the source connection is released.
  */
+export interface ChannelPressure {
+  /** past this many waiting items the source is asked to pause; it resumes at half of it */
+  highWater: number;
+  /** true: pause the source; false: resume it */
+  onPressure(full: boolean): void;
+}
+
 export class Channel<T> implements Feed<T> {
   private readonly items: T[] = [];
   private readonly waiting: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void }[] = [];
   private finished = false;
   private failure: Error | null = null;
   private closed = false;
+  private full = false;
 
-  constructor(private readonly onClose: () => void = () => undefined) {}
+  /** `pressure`: a source that can pause (a stream) is paused while the consumer is behind, so waiting items stay bounded */
+  constructor(
+    private readonly onClose: () => void = () => undefined,
+    private readonly pressure?: ChannelPressure,
+  ) {}
 
   get isFinished(): boolean {
     return this.finished;
@@ -21,8 +33,22 @@ export class Channel<T> implements Feed<T> {
   push(item: T): void {
     if (this.finished) return;
     const waiter = this.waiting.shift();
-    if (waiter === undefined) this.items.push(item);
-    else waiter.resolve({ value: item, done: false });
+    if (waiter !== undefined) {
+      waiter.resolve({ value: item, done: false });
+      return;
+    }
+    this.items.push(item);
+    if (this.pressure !== undefined && !this.full && this.items.length >= this.pressure.highWater) {
+      this.full = true;
+      this.pressure.onPressure(true);
+    }
+  }
+
+  private taken(): void {
+    if (this.full && this.pressure !== undefined && this.items.length <= this.pressure.highWater / 2) {
+      this.full = false;
+      if (!this.finished) this.pressure.onPressure(false);
+    }
   }
 
   end(error?: unknown): void {
@@ -49,7 +75,11 @@ export class Channel<T> implements Feed<T> {
   [Symbol.asyncIterator](): AsyncIterator<T> {
     return {
       next: () => {
-        if (this.items.length > 0) return Promise.resolve({ value: this.items.shift() as T, done: false });
+        if (this.items.length > 0) {
+          const value = this.items.shift() as T;
+          this.taken();
+          return Promise.resolve({ value, done: false });
+        }
         if (this.finished) {
           const failure = this.failure;
           this.failure = null;
