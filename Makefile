@@ -33,6 +33,8 @@ $(BUILD_STAMP): $(NODE_MODULES_STAMP) tsconfig.json tsconfig.build.json $(SOURCE
 ## published for the README's quick start; prints the bootstrap key on first start.
 run: run-system $(BUILD_STAMP)
 	@bash scripts/ensure-example-image.sh
+	@# the database images for hosts without a registry: in the background, so that the first start stays quick
+	@mkdir -p data && (setsid bash scripts/ensure-db-images.sh > data/db-images.log 2>&1 &) && echo "make run: database images: scripts/ensure-db-images.sh in the background (log: data/db-images.log)" >&2
 	@bash scripts/prepare-example.sh "$(EXAMPLE_GIT_ROOT)"
 	./bin/slipway serve --git-base-url "$(SLIPWAY_GIT_BASE_URL)"
 
@@ -64,7 +66,15 @@ test: build typecheck lint
 	@bash scripts/ensure-system.sh
 	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
 	@bash scripts/ensure-docker.sh
+	@bash scripts/ensure-db-images.sh
 	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
+
+.PHONY: db-images
+
+## Locally built images of the database servers (slipway-local/postgresql, mysql, redis) for hosts that reach
+## no registry: debootstrap from Debian's mirror + docker import, rebuilt only when scripts/ensure-db-images.sh changed.
+db-images:
+	@bash scripts/ensure-db-images.sh
 
 ## Router throughput and latency (wrk): direct, plain nginx, the nginx driver, the Node driver, plain http-proxy-3.
 bench-router: build

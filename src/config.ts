@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isPostgresUrl } from './store/db.js';
 import type { RateLimit } from './api/rate-limit.js';
+import type { DatabasePolicy } from './databases/policy.js';
 import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
 import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
@@ -74,6 +75,7 @@ export interface Config {
   /** clientId and clientSecret: the app's OAuth client, which proves control of an installation when it is linked ('' when unset: linking is off) */
   githubApp: { id: string; privateKeyFile: string; apiUrl: string; clientId: string; clientSecret: string; webUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
+  databases: DatabasePolicy;
 }
 
 export interface AcmeConfig {
@@ -143,6 +145,14 @@ export const SETTINGS = [
   { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
   { flag: 'llm-base-url', env: 'SLIPWAY_LLM_BASE_URL', def: '', help: 'an OpenAI-compatible API (`…/v1`) that POST …/logs/analyze also asks, sending only redacted line templates; its key comes from the environment variable SLIPWAY_LLM_API_KEY (never a flag); empty: the built-in analyzer only' },
   { flag: 'llm-model', env: 'SLIPWAY_LLM_MODEL', def: '', help: 'the model asked at --llm-base-url (needed with it)' },
+  { flag: 'database-image-postgresql', env: 'SLIPWAY_DATABASE_IMAGE_POSTGRESQL', def: 'postgres:16', help: 'image of postgresql databases (the official image\'s POSTGRES_* contract); absent and not pullable: the locally built slipway-local/postgresql:latest' },
+  { flag: 'database-image-mysql', env: 'SLIPWAY_DATABASE_IMAGE_MYSQL', def: 'mysql:8.4', help: 'image of mysql databases (MYSQL_* contract); absent and not pullable: slipway-local/mysql:latest (MariaDB)' },
+  { flag: 'database-image-redis', env: 'SLIPWAY_DATABASE_IMAGE_REDIS', def: 'redis:7', help: 'image of redis databases (`redis-server --requirepass`); absent and not pullable: slipway-local/redis:latest' },
+  { flag: 'database-image-mongo', env: 'SLIPWAY_DATABASE_IMAGE_MONGO', def: 'mongo:7', help: 'image of mongo databases (MONGO_INITDB_* contract, authSource=admin)' },
+  { flag: 'database-publish', env: 'SLIPWAY_DATABASE_PUBLISH', def: 'loopback', help: 'where database ports are published for access from the host (external_host/external_port): loopback (127.0.0.1), all (every interface), or off' },
+  { flag: 'database-public-host', env: 'SLIPWAY_DATABASE_PUBLIC_HOST', def: 'localhost', help: 'the host name shown as external_host with --database-publish all' },
+  { flag: 'database-memory', env: 'SLIPWAY_DATABASE_MEMORY', def: '512', help: 'memory limit of each database server, MiB' },
+  { flag: 'database-ready-timeout', env: 'SLIPWAY_DATABASE_READY_TIMEOUT', def: '180', help: 'seconds a new database server gets to accept a login with its credentials before the database is failed' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -364,6 +374,13 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     networkPool: networkPool(),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),
+    databases: {
+      images: { postgresql: raw('database-image-postgresql'), mysql: raw('database-image-mysql'), redis: raw('database-image-redis'), mongo: raw('database-image-mongo') },
+      publish: oneOf('database-publish', ['loopback', 'all', 'off'] as const),
+      publicHost: raw('database-public-host'),
+      memoryMb: wholeNumber('database-memory', 32, 1_048_576),
+      readyTimeoutMs: wholeNumber('database-ready-timeout', 1, 3600) * 1000,
+    },
     baseImages: {
       node: raw('base-image-node'),
       go: raw('base-image-go'),

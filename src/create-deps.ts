@@ -51,6 +51,7 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       publicUrl: config.publicUrl,
       invitationTokenInResponse: config.invitationTokenInResponse,
       logMaxBytesPerProject: config.logMaxBytesPerProject,
+      databases: config.databases,
     },
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),

@@ -1,3 +1,4 @@
+import type { DatabasePolicy } from './databases/policy.js';
 import type { Clock, IdSource, Random } from './domain/clock.js';
 import type { LogStore } from './domain/logs.js';
 import type { Mailer } from './notify/mailer.js';
@@ -25,6 +26,8 @@ export interface Platform {
   domains?: DomainPolicy;
   /** `--log-max-bytes-per-project`: the bytes of log messages a project keeps; null: no cap; absent: DEFAULT_LOG_MAX_BYTES */
   logMaxBytesPerProject?: number | null;
+  /** managed databases: images, publishing, sizes (DEFAULT_DATABASE_POLICY where absent) */
+  databases?: Partial<DatabasePolicy>;
 }
 
 /** 1 GiB of messages per project (`--log-max-bytes-per-project`). */

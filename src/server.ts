@@ -20,6 +20,8 @@ import type { Engine } from './domain/ports.js';
 import type { LogStore } from './domain/logs.js';
 import { LiveLogs } from './logs/live.js';
 import { LogCollector } from './logs/collector.js';
+import { databasePolicy } from './databases/policy.js';
+import { DatabaseWorker } from './databases/worker.js';
 import { LogWriter } from './logs/log-writer.js';
 import { instanceLabels } from './deploy/containers.js';
 import type { LeaderEngine } from './deploy/engine-supervisor.js';
@@ -118,13 +120,30 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
   }
   const collector = await startCollector(config, deps, runtime, liveLogs, log);
+  const databases = new DatabaseWorker({
+    store: deps.store,
+    clock: deps.clock,
+    ids: deps.ids,
+    secrets: deps.secrets,
+    runtime,
+    policy: databasePolicy(deps.platform),
+    labels: instanceLabels(await instanceId(deps.store)),
+    network: (ws) => orchestrator.workspaceNetwork(ws),
+    upstreamMode: config.upstreamMode,
+    log,
+  });
+  databases.start();
+  services.databases.attach(databases);
   return {
     wake: () => { orchestrator.wake(); },
     stop: (project, deployment) => orchestrator.stop(project, deployment),
     restart: (project, deployment) => orchestrator.restart(project, deployment),
     routesChanged: (projectId) => orchestrator.routesChanged(projectId),
     pods: (projectId, deploymentId) => orchestrator.pods(projectId, deploymentId),
+    databaseHealth: (databaseId) => orchestrator.databaseHealth(databaseId),
     shutdown: async () => {
+      services.databases.attach(null);
+      await databases.stop();
       await collector.stop();
       await orchestrator.shutdown();
     },

@@ -19,6 +19,7 @@ import { buildLogRoutes } from './routes/deployments/build-logs.routes.js';
 import { liveLogRoutes } from './routes/logs/live-logs.routes.js';
 import type { LiveLogs } from '../logs/live.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
+import { databaseRoutes } from './routes/databases/databases.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
 import { githubRoutes } from './routes/github/github.routes.js';
@@ -173,6 +174,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(envRoutes, { services });
   await app.register(domainsRoutes, { services });
   await app.register(uptimeRoutes, { services });
+  await app.register(databaseRoutes, { services });
   await app.register(logRoutes, { services });
   const llm =
     deps.llm === undefined || deps.llm === null

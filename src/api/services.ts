@@ -7,6 +7,7 @@ import { DeploymentService } from '../deploy/deployments.service.js';
 import { GitService } from '../projects/git.service.js';
 import { GitHubInstallationService } from '../github/installations.js';
 import { ProjectService } from '../projects/projects.service.js';
+import { DatabaseService } from '../databases/databases.service.js';
 import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
 import { LogService } from '../logs/logs.service.js';
@@ -37,6 +38,8 @@ export interface Services {
   domains: DomainService;
   uptime: UptimeService;
   logs: LogService;
+  /** managed databases; the leader's worker attaches itself to wake it */
+  databases: DatabaseService;
 }
 
 /** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
@@ -67,5 +70,6 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
     domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
     uptime: new UptimeService(deps),
     logs: new LogService(deps),
+    databases: new DatabaseService(deps, wallets, engine),
   };
 }

@@ -20,6 +20,7 @@ export const idleEngine: Engine = {
   restart: () => Promise.resolve(),
   pods: () => Promise.resolve([]),
   routesChanged: () => Promise.resolve(),
+  databaseHealth: () => Promise.resolve(null),
 };
 
 export interface Push {

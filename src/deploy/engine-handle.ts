@@ -1,5 +1,5 @@
 import type { DeploymentRecord } from '../domain/deployment.js';
-import type { Engine, Pod } from '../domain/ports.js';
+import type { DatabaseHealth, Engine, Pod } from '../domain/ports.js';
 import type { ProjectRecord } from '../domain/project.js';
 import { idleEngine } from './deploy.service.js';
 
@@ -40,5 +40,9 @@ export class EngineHandle implements Engine {
 
   pods(projectId: string, deploymentId: string): Promise<Pod[]> {
     return this.current.pods(projectId, deploymentId);
+  }
+
+  databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
+    return this.current.databaseHealth(databaseId);
   }
 }

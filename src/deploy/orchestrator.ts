@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { GitHubApp } from '../build/index.js';
-import type { BaseImages, GitSource, Pod } from '../domain/ports.js';
+import { databaseHealthOf } from '../databases/health.js';
+import type { BaseImages, DatabaseHealth, GitSource, Pod } from '../domain/ports.js';
 import type { Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
 import type { EnvService } from '../env/env.service.js';
@@ -213,6 +214,15 @@ export class Orchestrator implements LeaderEngine {
 
   pods(projectId: string, deploymentId: string): Promise<Pod[]> {
     return this.containers.pods(projectId, deploymentId);
+  }
+
+  databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
+    return databaseHealthOf(this.o.runtime, databaseId).catch(() => null);
+  }
+
+  /** The workspace's network, created when missing: the managed databases join the apps' network. */
+  workspaceNetwork(ws: { id: string; slug: string }): Promise<string> {
+    return this.containers.network(ws);
   }
 
   /** A worker: claims the next queued deployment and runs it, or waits for a wake-up or its next poll. */

@@ -2,6 +2,7 @@ import { iso } from '../domain/clock.js';
 import type { Engine } from '../domain/ports.js';
 import type { Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
+import { databaseHealthOf } from '../databases/health.js';
 import { instanceLabels, podsOf } from './containers.js';
 import { idleEngine } from './deploy.service.js';
 
@@ -15,6 +16,7 @@ export function standbyEngine(runtime: Runtime, instanceId: string, deps: Pick<D
   return {
     ...idleEngine,
     pods: (projectId, deploymentId) => podsOf(runtime, instanceLabels(instanceId), projectId, deploymentId).catch(() => []),
+    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId).catch(() => null),
     // The engine's reconciler runs it (Reconciler.pass).
     restart: async (_project, deployment) => {
       await deps.store.repos.deployments.requestRestart(deployment.id, iso(deps.clock.now()));

@@ -19,6 +19,21 @@ export interface Engine {
   routesChanged(projectId: string): Promise<void>;
   /** the deployment's containers as the engine sees them, with their resource use */
   pods(projectId: string, deploymentId: string): Promise<Pod[]>;
+  /** a managed database's server as the engine sees it; null without an engine or a container */
+  databaseHealth(databaseId: string): Promise<DatabaseHealth | null>;
+}
+
+/** A database's server, as GET …/databases/:db_slug shows it (`health`). */
+export interface DatabaseHealth {
+  /** the container's state: `running`, `restarting`, `exited`… */
+  status: string;
+  restarts: number;
+  startedAt: Date | null;
+  cpuMillicores: number;
+  memoryBytes: number;
+  memoryLimitBytes: number | null;
+  /** bytes its volume holds; null when the engine does not say */
+  volumeBytes: number | null;
 }
 
 export interface Pod {

@@ -128,15 +128,35 @@ export class HostPortTakenError extends Error {
   }
 }
 
+/** A named volume mounted into a container. */
+export interface Mount {
+  volume: string;
+  /** absolute path inside the container */
+  path: string;
+}
+
+export interface VolumeSpec {
+  /** unique on the engine */
+  name: string;
+  /** the owning workspace's id */
+  workspace: string;
+  labels?: Labels;
+}
+
 export interface ContainerSpec {
   /** unique on the engine */
   name: string;
-  /** an image present on the engine: the runtime never pulls */
+  /** an image present on the engine: run() never pulls (pull() does, where a registry is reachable) */
   image: string;
   /** replaces the image's command; an argument vector, never a shell string */
   command?: readonly string[];
   env: Readonly<Record<string, string>>;
-  owner: Owner;
+  /** an app's container names its deployment; a database's only its workspace (its own label says which database) */
+  owner: Owner | { workspace: string };
+  /** named volumes (created by ensureVolume) */
+  mounts?: readonly Mount[];
+  /** where a published port listens on the host: the driver's own address (loopback) unless given, e.g. "0.0.0.0" */
+  publishAddress?: string;
   labels?: Labels;
   /** vCPU, e.g. 0.5 */
   cpu: number;
@@ -280,6 +300,15 @@ export interface Runtime {
   listImages(selector: Selector): Promise<ImageInfo[]>;
   /** Removes the reference (and the image when no other reference keeps it); false when absent. */
   removeImage(ref: string): Promise<boolean>;
+  /** Fetches the image from its registry; throws with the engine's reason when it cannot (no registry reachable, unknown image). */
+  pull(ref: string, opts?: { timeoutMs?: number }): Promise<void>;
+
+  /** Creates the named volume unless it exists. */
+  ensureVolume(spec: VolumeSpec): Promise<void>;
+  /** Removes a volume no container uses; false when absent. */
+  removeVolume(name: string): Promise<boolean>;
+  /** Bytes the volume holds on the engine's disk; null when the engine does not say or the volume is absent. */
+  volumeSize(name: string): Promise<number | null>;
 
   /** Creates and starts a container; nothing is left behind when it cannot start. */
   run(spec: ContainerSpec): Promise<ContainerInfo>;

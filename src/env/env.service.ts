@@ -1,9 +1,11 @@
 import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
+import { passwordContext } from '../databases/policy.js';
+import { referenceProblem, resolveReferences } from '../databases/references.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow } from '../projects/resolve.js';
 import { isUniqueViolation } from '../store/dialects.js';
-import type { Repositories } from '../store/repositories/index.js';
+import type { DatabaseRow, Repositories } from '../store/repositories/index.js';
 import type { EnvVarsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
@@ -98,6 +100,7 @@ export class EnvService {
     checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
     try {
       return await this.write(access, projectSlug, async (tx, project) => {
+        await this.checkReferences(tx, project.workspace_id, [[input.key, input.value]]);
         await this.checkTotalWith(tx, project.id, { [input.key]: input.value });
         const now = iso(this.deps.clock.now());
         const secret = input.is_secret ?? false;
@@ -144,7 +147,10 @@ export class EnvService {
       }
       const value = input.value ?? current ?? '';
       if (value === current && secret === wasSecret) return envView(row);
-      if (value !== current) await this.checkTotalWith(tx, project.id, { [row.key]: value });
+      if (value !== current) {
+        await this.checkReferences(tx, project.workspace_id, [[row.key, value]]);
+        await this.checkTotalWith(tx, project.id, { [row.key]: value });
+      }
       const patch = {
         value: secret ? this.seal(project.id, row.key, value) : value,
         is_secret: secret ? 1 : 0,
@@ -181,6 +187,7 @@ export class EnvService {
       const existing = new Map((await this.rowsOf(tx, project.id)).map((r) => [r.key, r]));
       const after = new Map(merge ? [...existing].map(([key, row]) => [key, this.plaintext(project.id, row) ?? row.value]) : []);
       for (const [key, value] of given) after.set(key, value);
+      await this.checkReferences(tx, project.workspace_id, given, 'variables.');
       checkTotal(after);
       const now = iso(this.deps.clock.now());
       const counts: BulkCounts = { created: 0, updated: 0, deleted: 0 };
@@ -215,10 +222,17 @@ export class EnvService {
    */
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
     const rows = await this.rowsOf(this.deps.store.repos, projectId);
+    const databases = rows.some((row) => row.value.includes('${{') || row.is_secret === 1) ? await this.databasesOf(projectId) : new Map<string, DatabaseRow>();
     const resolved = Object.fromEntries(
       rows.map((row) => {
-        const value = this.plaintext(projectId, row);
-        if (value === null) throw new UnreadableSecretError(row.key);
+        const stored = this.plaintext(projectId, row);
+        if (stored === null) throw new UnreadableSecretError(row.key);
+        let value: string;
+        try {
+          value = resolveReferences(`The variable "${row.key}"`, stored, databases, (db) => this.deps.secrets.open(db.password, passwordContext(db.id)));
+        } catch (err) {
+          throw new UnusableEnvError(`${err instanceof Error ? err.message : String(err)} No container was started with it.`);
+        }
         const problem = envValueProblem(`The value of the variable "${row.key}"`, `The value of the variable "${row.key}"`, value);
         if (problem !== null) throw new UnusableEnvError(`${problem} Give it a new value; no container was started with it.`);
         return [row.key, value];
@@ -249,6 +263,23 @@ export class EnvService {
       await tx.projects.lock(project.id, { noKey: true });
       return fn(tx, project);
     });
+  }
+
+  /** The databases of the project's workspace, by slug (for its variables' references). */
+  private async databasesOf(projectId: string): Promise<Map<string, DatabaseRow>> {
+    const project = await this.deps.store.repos.projects.byId(projectId);
+    if (project === undefined) return new Map();
+    return new Map((await this.deps.store.repos.databases.inWorkspace(project.workspace_id)).map((d) => [d.slug, d]));
+  }
+
+  /** Every database a value references must exist in the workspace, with a field a reference can name (400 otherwise). */
+  private async checkReferences(repos: Repositories, workspaceId: string, entries: readonly (readonly [string, string])[], prefix = ''): Promise<void> {
+    if (!entries.some(([, value]) => value.includes('${{'))) return;
+    const databases = new Map((await repos.databases.inWorkspace(workspaceId)).map((d) => [d.slug, d]));
+    for (const [key, value] of entries) {
+      const problem = referenceProblem(prefix === '' ? `The variable "${key}"` : `"${prefix}${key}"`, value, databases);
+      if (problem !== null) throw invalid(problem);
+    }
   }
 
   /** The project's variables with `changes` applied must fit in a container request (400 otherwise). */

@@ -18,6 +18,7 @@ interface Ids {
   key_id: string;
   user_id: string;
   installation_id: string;
+  db_slug: string;
 }
 
 /** Valid bodies, so that a request is refused for what it addresses, not for its shape. */
@@ -44,6 +45,7 @@ const BODIES: Record<string, unknown> = {
   'POST /api/workspaces/:slug/projects/:project_slug/domains/:domain_id/verify': undefined,
   'PUT /api/workspaces/:slug/projects/:project_slug/uptime': { enabled: true },
   'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
+  'POST /api/workspaces/:slug/databases': { name: 'intruder', type: 'redis' },
 };
 
 async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Promise<unknown> {
@@ -65,6 +67,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     deployments: await inProjects('deployments'),
     uptime: await inProjects('uptime_monitors'),
     github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
+    databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     logs: await Promise.all(ids.map(logsOf)),
   };
 }
@@ -103,6 +106,8 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
     // B has linked a GitHub App installation (A knows its id)
     await s.store.db.insertInto('github_installations').values({ workspace_id: b.id, installation_id: B_INSTALLATION, account_login: 'bigcorp', linked_by: b.admin.id, created_at: new Date().toISOString() }).execute();
     const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
+    const database = await s.request<{ slug: string }>('POST', `/api/workspaces/${b.slug}/databases`, { key, body: { name: 'b orders', type: 'postgresql' } });
+    expect(database.status).toBe(202);
     bIds = {
       slug: b.slug,
       project_slug: 'shared',
@@ -112,6 +117,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       key_id: b.member.keyId,
       user_id: b.member.id,
       installation_id: String(B_INSTALLATION),
+      db_slug: database.body.data?.slug ?? '',
     };
   });
   afterAll(async () => s.close());

@@ -36,6 +36,8 @@ interface Fixture {
   webhookPath: string;
   /** a GitHub App installation linked to the workspace */
   installationId: number;
+  /** the slug of a database of the workspace */
+  databaseSlug: string;
 }
 
 interface Row {
@@ -134,6 +136,12 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/usage', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/usage` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/logs/analyze', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/analyze`, body: () => ({ logs: 'Error: listen EADDRINUSE: address already in use :::8080' }) },
 
+  // No engine behind the API: databases stay `provisioning` (the leader's worker makes their servers).
+  { method: 'POST', url: '/api/workspaces/:slug/databases', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases`, body: () => ({ name: `db-${(slugs++).toString()}`, type: 'redis' }) },
+  { method: 'GET', url: '/api/workspaces/:slug/databases', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases/${f.databaseSlug}`, fresh: (s, f) => newDatabase(s, f.w) },
+
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/bulk', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/bulk`, body: () => ({ variables: { A: '1' }, merge: false }), fresh: spareProject },
@@ -176,6 +184,11 @@ async function newDomain(s: TestServer, w: TestWorkspace, project: TestProject):
 async function newEnv(s: TestServer, w: TestWorkspace, project: TestProject): Promise<Pick<Fixture, 'envId'>> {
   const env = await s.request<{ id: string }>('POST', `${ws({ w })}/projects/${project.slug}/env`, { key: w.owner.key, body: { key: `FIXTURE_${spare()}`, value: 'v' } });
   return { envId: env.body.data?.id ?? '' };
+}
+
+async function newDatabase(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'databaseSlug'>> {
+  const db = await s.request<{ slug: string }>('POST', `${ws({ w })}/databases`, { key: w.owner.key, body: { name: `fixture ${spare()}`, type: 'postgresql' } });
+  return { databaseSlug: db.body.data?.slug ?? '' };
 }
 
 /** A project of `w` with a Git connection. */
@@ -231,6 +244,7 @@ async function fixture(s: TestServer): Promise<Fixture> {
     ...(await newEnv(s, w, project)),
     ...(await newDeployment(s, connected.connected)),
     ...(await newInstallation(s, w, LINKED_INSTALLATION)),
+    ...(await newDatabase(s, w)),
   };
 }
 

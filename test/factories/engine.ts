@@ -8,7 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { GitSource, type GitHubApp } from '../../src/build/index.js';
+import { databasePolicy, type DatabasePolicy } from '../../src/databases/policy.js';
+import { DatabaseWorker } from '../../src/databases/worker.js';
+import { instanceLabels } from '../../src/deploy/containers.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchestrator.js';
+import { systemClock } from '../../src/domain/clock.js';
 import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
@@ -25,6 +29,8 @@ export interface TestEngine {
   /** the local base image every generated Dockerfile starts from */
   base: string;
   runtime: DockerRuntime;
+  /** the leader's database worker, when `databases` was asked for */
+  databases: DatabaseWorker | null;
   /** shuts the engine down and purges its containers, networks and images */
   close(): Promise<void>;
 }
@@ -38,6 +44,8 @@ export interface TestEngineOptions {
   runtime?: DockerRuntime;
   /** any other orchestrator option (upstream mode, shutdown grace, …) */
   tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency'>>;
+  /** a database worker too, as `serve` runs it on the leader, with this policy over the server's */
+  databases?: Partial<DatabasePolicy>;
 }
 
 const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
@@ -73,13 +81,35 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   });
   s.services.engine.use(orchestrator);
   await orchestrator.start();
+  let databases: DatabaseWorker | null = null;
+  if (opts.databases !== undefined) {
+    databases = new DatabaseWorker({
+      store: s.store,
+      clock: systemClock,
+      ids: s.deps.ids,
+      secrets: s.deps.secrets,
+      runtime,
+      policy: { ...databasePolicy(s.deps.platform), ...opts.databases },
+      labels: instanceLabels(instance),
+      network: (ws) => orchestrator.workspaceNetwork(ws),
+      upstreamMode: opts.tune?.upstreamMode ?? 'published',
+      log: opts.log ?? quiet,
+      pollMs: 200,
+      reconcileEveryMs: 1000,
+    });
+    databases.start();
+    s.services.databases.attach(databases);
+  }
   return {
     orchestrator,
     router,
     routerPort,
     base,
     runtime,
+    databases,
     close: async () => {
+      s.services.databases.attach(null);
+      await databases?.stop();
       await orchestrator.shutdown();
       await runtime.purge({ labels: { 'slipway.instance': instance } });
       rmSync(workDir, { recursive: true, force: true });

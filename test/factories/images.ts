@@ -204,3 +204,12 @@ export async function teardown(): Promise<void> {
   const run = process.env['SLIPWAY_TEST_RUN'];
   if (run !== undefined) await removeTestRun(run);
 }
+
+/**
+ * The locally built database images (`slipway-local/postgresql|mysql|redis:latest`), built once
+ * by `make test` before the suites (scripts/ensure-db-images.sh, which only checks when they are
+ * up to date) and kept between runs: they carry no run label.
+ */
+export async function ensureDatabaseImages(): Promise<void> {
+  await promisify(execFile)('bash', [new URL('../../scripts/ensure-db-images.sh', import.meta.url).pathname], { maxBuffer: 16 * 1024 * 1024 });
+}

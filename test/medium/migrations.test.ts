@@ -21,6 +21,7 @@ const RELEASED: readonly (readonly [name: string, sha256: string])[] = [
   ['2026-11-25T030000-hosts', '64c972b005aa3d3a2bd90d9b79ead46071c6ed50cbaf872a4594e2fe201e3670'],
   ['2026-11-25T090000-workspace-creators', 'c7040388b2b6d0bbe8d9c1ba49262f5b2af1175705c04d3c25cad285afb88457'],
   ['2026-11-26T000000-runtime-logs', 'aeb6a0e9675db3ecf5bacd8b73bc921104fcd5d91e048c034d867a04704a7bf0'],
+  ['2026-11-27T000000-databases', '8c7459336ef54b70c4726db45ae708ea1ec87af540264ec6c24e275f89adf0cc'],
 ];
 
 const DIR = new URL('../../src/store/migrations/', import.meta.url);

@@ -66,6 +66,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-25T030000-hosts',
         '2026-11-25T090000-workspace-creators',
         '2026-11-26T000000-runtime-logs',
+        '2026-11-27T000000-databases',
       ]);
     } finally {
       await again.close();

@@ -25,6 +25,7 @@ import type {
   RuntimeEvent,
   Selector,
   StopOptions,
+  VolumeSpec,
 } from '../../domain/runtime.js';
 import { HostPortTakenError, NetworkPoolFullError } from '../../domain/runtime.js';
 import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
@@ -387,6 +388,57 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  async pull(ref: string, opts: { timeoutMs?: number } = {}): Promise<void> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => { controller.abort(); }, opts.timeoutMs ?? 300_000);
+    try {
+      const stream = await this.docker.pull(ref, { abortSignal: controller.signal });
+      await new Promise<void>((resolve, reject) => {
+        this.docker.modem.followProgress(stream, (err: Error | null, output: unknown[]) => {
+          if (err !== null) {
+            reject(err);
+            return;
+          }
+          // a failed pull still "finishes": the failure is an {error} item
+          const failed = output.find((o): o is { error: string } => isRecord(o) && typeof o['error'] === 'string');
+          if (failed === undefined) resolve();
+          else reject(new Error(failed.error));
+        });
+      });
+    } catch (err) {
+      const why = controller.signal.aborted ? 'timed out' : engineMessage(err);
+      throw new Error(`Cannot pull image ${ref}: ${why}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async ensureVolume(spec: VolumeSpec): Promise<void> {
+    try {
+      // creating an existing volume is a no-op on the engine (its labels stay as they were)
+      await this.docker.createVolume({ Name: spec.name, Labels: withOwner({ workspace: spec.workspace }, spec.labels) });
+    } catch (err) {
+      throw new Error(`Cannot create volume ${spec.name}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async removeVolume(name: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(name).remove();
+      return true;
+    } catch (err) {
+      if (statusOf(err) === 404) return false;
+      throw new Error(`Cannot remove volume ${name}: ${engineMessage(err)}`, { cause: err });
+    }
+  }
+
+  async volumeSize(name: string): Promise<number | null> {
+    // the engine measures volumes only in its disk usage report (`docker system df -v`)
+    const df = (await this.docker.df()) as { Volumes?: { Name: string; UsageData?: { Size?: number } | null }[] | null };
+    const size = (df.Volumes ?? []).find((v) => v.Name === name)?.UsageData?.Size;
+    return size === undefined || size < 0 ? null : size;
+  }
+
   async run(spec: ContainerSpec): Promise<ContainerInfo> {
     const env = Object.entries(spec.env).map(([key, value]) => {
       // "A=B=C" would silently become A="B=C": refuse names the engine cannot carry.
@@ -415,7 +467,8 @@ export class DockerRuntime implements Runtime {
           RestartPolicy: restartPolicy(spec.restart),
           Init: spec.init === true,
           // an empty HostPort asks the engine for an ephemeral port
-          ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: this.publishHost, HostPort: spec.hostPort === undefined ? '' : String(spec.hostPort) }] } }),
+          ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: spec.publishAddress ?? this.publishHost, HostPort: spec.hostPort === undefined ? '' : String(spec.hostPort) }] } }),
+          ...(spec.mounts === undefined || spec.mounts.length === 0 ? {} : { Mounts: spec.mounts.map((m) => ({ Type: 'volume' as const, Source: m.volume, Target: m.path })) }),
         },
         NetworkingConfig: { EndpointsConfig: { [spec.network]: { Aliases: [...(spec.aliases ?? [])] } } },
       });

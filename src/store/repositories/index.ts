@@ -4,6 +4,7 @@ import type { AccessCache } from './access-cache.js';
 import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { BuildLogRepository } from './build-logs.js';
+import { DatabaseRepository } from './databases.js';
 import { DeployQueueRepository } from './deploy-queue.js';
 import { DeploymentRepository } from './deployments.js';
 import { DomainRepository } from './domains.js';
@@ -40,6 +41,7 @@ export interface Repositories {
   wallets: WalletRepository;
   installations: InstallationRepository;
   uptime: UptimeRepository;
+  databases: DatabaseRepository;
   meta: MetaRepository;
 }
 
@@ -63,6 +65,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     wallets: new WalletRepository(db, dialect, cache),
     installations: new InstallationRepository(db, dialect, cache),
     uptime: new UptimeRepository(db, dialect, cache),
+    databases: new DatabaseRepository(db, dialect, cache),
     meta: new MetaRepository(db, dialect, cache),
   };
 }
@@ -71,6 +74,7 @@ export type { ApiKeyRow, KeyWithUser } from './api-keys.js';
 export type { BuildLogLine } from './build-logs.js';
 export type { DeploymentChanges } from './deploy-queue.js';
 export type { RoutableDeployment } from './deployments.js';
+export type { DatabaseEventRow, DatabaseRow } from './databases.js';
 export type { DomainRow } from './domains.js';
 export type { EnvVarRow } from './env.js';
 export type { GitConnectionChanges, GitConnectionRow } from './git-connections.js';

@@ -1,0 +1,220 @@
+import type { WalletService } from '../billing/wallet.service.js';
+import { iso } from '../domain/clock.js';
+import {
+  connectionString,
+  DATABASE_TYPES,
+  DEFAULT_PORTS,
+  generatePassword,
+  isDatabaseType,
+  MASKED_PASSWORD,
+  usernameFor,
+  type DatabaseStatus,
+  type DatabaseType,
+} from '../domain/database.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
+import type { Engine } from '../domain/ports.js';
+import { slugify } from '../domain/slug.js';
+import type { Deps } from '../deps.js';
+import { isUniqueViolation } from '../store/dialects.js';
+import type { DatabaseRow } from '../store/repositories/index.js';
+import type { Access } from '../tenancy/context.js';
+import { databasePolicy, passwordContext } from './policy.js';
+
+export interface DatabaseEventView {
+  at: string;
+  message: string;
+}
+
+export interface DatabaseView {
+  id: string;
+  name: string;
+  slug: string;
+  type: DatabaseType;
+  status: DatabaseStatus;
+  error: string | null;
+  provisioner: string;
+  image: string | null;
+  host: string;
+  port: number;
+  external_host: string | null;
+  external_port: number | null;
+  username: string;
+  password: string;
+  database_name: string;
+  connection_string: string;
+  external_connection_string: string | null;
+  memory_mb: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DatabaseHealthView {
+  status: string;
+  restarts: number;
+  started_at: string | null;
+  cpu_millicores: number;
+  memory_bytes: number;
+  memory_limit_bytes: number | null;
+  volume_bytes: number | null;
+}
+
+export interface DatabaseDetailView extends DatabaseView {
+  /** its server as the engine sees it; null without an engine or before its container exists */
+  health: DatabaseHealthView | null;
+  events: DatabaseEventView[];
+}
+
+/** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
+export interface DatabaseWork {
+  wake(): void;
+}
+
+const idle: DatabaseWork = { wake: () => undefined };
+
+/**
+ * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
+ * servers themselves are created and removed by the deploy engine's leader (DatabaseWorker),
+ * which takes `provisioning` and `deleting` rows as its work.
+ */
+export class DatabaseService {
+  private work: DatabaseWork = idle;
+
+  constructor(
+    readonly deps: Deps,
+    private readonly wallets: WalletService,
+    private readonly engine: Pick<Engine, 'databaseHealth'>,
+  ) {}
+
+  /** The leader's worker in this process (or none: a standby, `--engine none`). */
+  attach(work: DatabaseWork | null): void {
+    this.work = work ?? idle;
+  }
+
+  async create(access: Access, input: { name: string; type: string }): Promise<DatabaseView> {
+    if (!isDatabaseType(input.type)) throw invalid(`"type" must be one of ${DATABASE_TYPES.join(', ')}.`);
+    const slug = slugify(input.name);
+    if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
+    await this.wallets.requireFunds(access.workspace.id);
+    const type = input.type;
+    const policy = databasePolicy(this.deps.platform);
+    const id = this.deps.ids.id();
+    const password = generatePassword((n) => this.deps.random.bytes(n));
+    const now = iso(this.deps.clock.now());
+    const row: DatabaseRow = {
+      id,
+      workspace_id: access.workspace.id,
+      name: input.name,
+      slug,
+      type,
+      provisioner: 'container',
+      status: 'provisioning',
+      error: null,
+      image: null,
+      host: databaseHost(slug),
+      port: DEFAULT_PORTS[type],
+      external_host: null,
+      external_port: null,
+      username: usernameFor(type),
+      password: this.deps.secrets.seal(password, passwordContext(id)),
+      database_name: databaseName(type, slug),
+      memory_mb: policy.memoryMb,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.deps.store.transaction(async (tx) => {
+        await tx.databases.insert(row);
+        await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: id, at: now, message: `Created; a ${type} server is being provisioned.` });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A database with the slug "${slug}" already exists in this workspace.`);
+      throw err;
+    }
+    this.work.wake();
+    return databaseView(row, password);
+  }
+
+  async list(access: Access): Promise<DatabaseView[]> {
+    const rows = await this.deps.store.repos.databases.inWorkspace(access.workspace.id);
+    return rows.map((r) => databaseView(r, null));
+  }
+
+  async get(access: Access, slug: string): Promise<DatabaseDetailView> {
+    const row = await this.resolve(access, slug);
+    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
+    return {
+      ...databaseView(row, null),
+      health:
+        health === null
+          ? null
+          : {
+              status: health.status,
+              restarts: health.restarts,
+              started_at: health.startedAt === null ? null : iso(health.startedAt),
+              cpu_millicores: health.cpuMillicores,
+              memory_bytes: health.memoryBytes,
+              memory_limit_bytes: health.memoryLimitBytes,
+              volume_bytes: health.volumeBytes,
+            },
+      events: events.map((e) => ({ at: e.at, message: e.message })),
+    };
+  }
+
+  /** Marks it `deleting`: the leader removes its server (container and volume), then the record. */
+  async delete(access: Access, slug: string): Promise<DatabaseView> {
+    const row = await this.resolve(access, slug);
+    if (row.status !== 'deleting') {
+      const now = iso(this.deps.clock.now());
+      await this.deps.store.transaction(async (tx) => {
+        await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
+        await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting: its server and its data are being removed.' });
+      });
+      row.status = 'deleting';
+      row.updated_at = now;
+    }
+    this.work.wake();
+    return databaseView(row, null);
+  }
+
+  private async resolve(access: Access, slug: string): Promise<DatabaseRow> {
+    const row = await this.deps.store.repos.databases.bySlug(access.workspace.id, slug);
+    if (row === undefined) throw notFound('Database');
+    return row;
+  }
+}
+
+/** Apps on the workspace network reach a database by this name (projects are reached by their bare slug, so no clash). */
+export const databaseHost = (slug: string): string => `${slug}.db`;
+
+/** The database inside the server: its slug (MySQL and PostgreSQL take `-` in quoted names; the images quote them). */
+const databaseName = (_type: DatabaseType, slug: string): string => slug;
+
+/** The record as the API shows it: the password (and the connection strings) in full only when `password` is given. */
+export function databaseView(row: DatabaseRow, password: string | null): DatabaseView {
+  const type = row.type as DatabaseType;
+  const shown = password ?? MASKED_PASSWORD;
+  const address = { type, username: row.username, password: shown, databaseName: row.database_name };
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    type,
+    status: row.status as DatabaseStatus,
+    error: row.error,
+    provisioner: row.provisioner,
+    image: row.image,
+    host: row.host,
+    port: row.port,
+    external_host: row.external_host,
+    external_port: row.external_port,
+    username: row.username,
+    password: shown,
+    database_name: row.database_name,
+    connection_string: connectionString({ ...address, host: row.host, port: row.port }),
+    external_connection_string:
+      row.external_host === null || row.external_port === null ? null : connectionString({ ...address, host: row.external_host, port: row.external_port }),
+    memory_mb: row.memory_mb,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

@@ -1,0 +1,122 @@
+import type { DatabaseAddress, DatabaseType } from '../domain/database.js';
+
+/**
+ * How each kind of server is started in a container of its own, following its official image's
+ * documented contract (docs/databases.md#images): the environment it reads on first start, the
+ * command, and where it keeps its data. The locally built `slipway-local/<type>` images honour
+ * the same contract (scripts/ensure-db-images.sh).
+ */
+export interface ServerContract {
+  /** the production default (`--database-image-<type>`) */
+  defaultImage: string;
+  /** the data directory inside the container: the database's volume is mounted there */
+  dataPath: string;
+  env(a: DatabaseAddress): Record<string, string>;
+  /** replaces the image's command; undefined keeps it */
+  command?(a: DatabaseAddress): string[];
+}
+
+export const SERVERS: Readonly<Record<DatabaseType, ServerContract>> = {
+  // postgres: POSTGRES_USER is the superuser created at initdb, POSTGRES_DB its database
+  postgresql: {
+    defaultImage: 'postgres:16',
+    dataPath: '/var/lib/postgresql/data',
+    env: (a) => ({ POSTGRES_USER: a.username, POSTGRES_PASSWORD: a.password, POSTGRES_DB: a.databaseName }),
+  },
+  // mysql: MYSQL_USER gets ALL on MYSQL_DATABASE; root gets a random password nobody keeps
+  mysql: {
+    defaultImage: 'mysql:8.4',
+    dataPath: '/var/lib/mysql',
+    env: (a) => ({ MYSQL_RANDOM_ROOT_PASSWORD: 'yes', MYSQL_USER: a.username, MYSQL_PASSWORD: a.password, MYSQL_DATABASE: a.databaseName }),
+  },
+  // redis: the password is the `default` user's (`--requirepass`); the append-only file makes writes survive a restart
+  redis: {
+    defaultImage: 'redis:7',
+    dataPath: '/data',
+    env: () => ({}),
+    command: (a) => ['redis-server', '--requirepass', a.password, '--appendonly', 'yes'],
+  },
+  // mongo: MONGO_INITDB_ROOT_* creates the user in `admin` (hence authSource=admin)
+  mongo: {
+    defaultImage: 'mongo:7',
+    dataPath: '/data/db',
+    env: (a) => ({ MONGO_INITDB_ROOT_USERNAME: a.username, MONGO_INITDB_ROOT_PASSWORD: a.password, MONGO_INITDB_DATABASE: a.databaseName }),
+  },
+};
+
+/** The image Slipway builds on hosts that reach no registry (`make db-images`). */
+export const localImage = (type: DatabaseType): string => `slipway-local/${type}:latest`;
+
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/**
+ * Logs in with the database's own credentials and runs the smallest query there is, with the
+ * official Node client of its kind. Resolves when the server accepted the login; throws the
+ * client's error otherwise (refused, not ready yet, wrong password).
+ */
+export async function login(a: DatabaseAddress): Promise<void> {
+  switch (a.type) {
+    case 'postgresql': {
+      const { default: pg } = await import('pg');
+      const client = new pg.Client({ host: a.host, port: a.port, user: a.username, password: a.password, database: a.databaseName, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+      // an error after connect (the server going away) must not become an unhandled 'error' event
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        await client.query('select 1');
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+      return;
+    }
+    case 'mysql': {
+      const mysql = await import('mysql2/promise');
+      const conn = await mysql.createConnection({ host: a.host, port: a.port, user: a.username, password: a.password, database: a.databaseName, connectTimeout: CONNECT_TIMEOUT_MS });
+      conn.on('error', () => undefined);
+      try {
+        await conn.query('select 1');
+      } finally {
+        await conn.end().catch(() => undefined);
+      }
+      return;
+    }
+    case 'redis': {
+      const { Redis } = await import('ioredis');
+      const client = new Redis({
+        host: a.host,
+        port: a.port,
+        username: a.username,
+        password: a.password,
+        connectTimeout: CONNECT_TIMEOUT_MS,
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        enableOfflineQueue: false,
+      });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        // AUTH (with the password) runs on connect: a wrong one rejects there
+        await client.ping();
+      } finally {
+        client.disconnect();
+      }
+      return;
+    }
+    case 'mongo': {
+      const { MongoClient } = await import('mongodb');
+      const client = new MongoClient(`mongodb://${encodeURIComponent(a.username)}:${encodeURIComponent(a.password)}@${a.host}:${a.port.toString()}/${encodeURIComponent(a.databaseName)}?authSource=admin`, {
+        serverSelectionTimeoutMS: CONNECT_TIMEOUT_MS,
+        connectTimeoutMS: CONNECT_TIMEOUT_MS,
+        directConnection: true,
+      });
+      try {
+        await client.connect();
+        await client.db(a.databaseName).command({ ping: 1 });
+      } finally {
+        await client.close().catch(() => undefined);
+      }
+      return;
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import type { DatabaseEventsTable, DatabasesTable } from '../schema.js';
+import { Repository } from './repository.js';
+
+export type DatabaseRow = DatabasesTable;
+export type DatabaseEventRow = DatabaseEventsTable;
+
+/** Managed databases and what happened to them (docs/databases.md). */
+export class DatabaseRepository extends Repository {
+  insert(row: DatabaseRow): Promise<unknown> {
+    return this.db.insertInto('databases').values(row).execute();
+  }
+
+  inWorkspace(workspaceId: string): Promise<DatabaseRow[]> {
+    return this.db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
+  }
+
+  bySlug(workspaceId: string, slug: string): Promise<DatabaseRow | undefined> {
+    return this.db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).where('slug', '=', slug).executeTakeFirst();
+  }
+
+  byId(id: string): Promise<DatabaseRow | undefined> {
+    return this.db.selectFrom('databases').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Every database in one of `statuses`, oldest first: the leader's work. */
+  withStatus(statuses: readonly string[]): Promise<DatabaseRow[]> {
+    return this.db.selectFrom('databases').selectAll().where('status', 'in', [...statuses]).orderBy('created_at').orderBy('id').execute();
+  }
+
+  /** The ids of every database there is (the leader tells its containers from orphans). */
+  async ids(): Promise<Set<string>> {
+    return new Set((await this.db.selectFrom('databases').select('id').execute()).map((r) => r.id));
+  }
+
+  /**
+   * Changes the row only while its status is still `from` (a DELETE may have come meanwhile):
+   * true when it did.
+   */
+  async update(id: string, from: string, patch: Partial<Omit<DatabaseRow, 'id' | 'workspace_id'>>): Promise<boolean> {
+    const r = await this.db.updateTable('databases').set(patch).where('id', '=', id).where('status', '=', from).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('databases').where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+
+  addEvent(row: DatabaseEventRow): Promise<unknown> {
+    return this.db.insertInto('database_events').values(row).execute();
+  }
+
+  /** The newest `limit` events, oldest first. */
+  async events(databaseId: string, limit = 50): Promise<DatabaseEventRow[]> {
+    const rows = await this.db.selectFrom('database_events').selectAll().where('database_id', '=', databaseId).orderBy('id', 'desc').limit(limit).execute();
+    return rows.reverse();
+  }
+}
