@@ -82,7 +82,7 @@ bench-router: build
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
 
-.PHONY: bench-deploy bench-memory bench-api bench-log-ingest bench-log-query bench-log-live
+.PHONY: bench-deploy bench-memory bench-api bench-log-ingest bench-log-query bench-log-live bench-databases
 
 ## The API's authenticated hot path (wrk): `slipway serve` vs a minimal Fastify handler, on SQLite and PostgreSQL.
 bench-api: build
@@ -113,3 +113,9 @@ bench-log-ingest bench-log-query bench-log-live: build
 
 clean:
 	rm -rf dist test-results .test-env
+
+## Time from POST …/databases to running for each local image, beside `docker run` of the same image until a login works.
+bench-databases: build
+	@bash scripts/ensure-docker.sh
+	@bash scripts/ensure-db-images.sh
+	npx tsx bench/databases.bench.ts

@@ -11,7 +11,7 @@ export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats
   if (info === null) return null;
   const [usage, volumeBytes] = await Promise.all([
     info.state === 'running' ? runtime.stats(name).catch(() => null) : Promise.resolve(null),
-    runtime.volumeSize(name).catch(() => null),
+    volumeSize(runtime, name),
   ]);
   return {
     status: info.state,
@@ -22,4 +22,27 @@ export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats
     memoryLimitBytes: info.memoryBytes,
     volumeBytes,
   };
+}
+
+/**
+ * The engine measures volumes only in its whole disk-usage report (`docker system df`), which
+ * takes seconds on a busy engine: sizes are kept for a minute per runtime and refreshed once at
+ * a time, so GET …/databases/:db_slug does not wait for it more than once a minute.
+ */
+const VOLUME_SIZES_FOR_MS = 60_000;
+const sizes = new WeakMap<object, { at: number; pending: Promise<void> | null; byName: Map<string, number | null> }>();
+
+async function volumeSize(runtime: Pick<Runtime, 'volumeSize'>, name: string): Promise<number | null> {
+  let entry = sizes.get(runtime);
+  if (entry === undefined) sizes.set(runtime, (entry = { at: 0, pending: null, byName: new Map() }));
+  const e = entry;
+  const known = e.byName.get(name);
+  if (known !== undefined && Date.now() - e.at < VOLUME_SIZES_FOR_MS) return known;
+  e.pending ??= runtime
+    .volumeSize(name)
+    .then((size) => { e.byName.set(name, size); e.at = Date.now(); })
+    .catch(() => undefined)
+    .finally(() => { e.pending = null; });
+  await e.pending;
+  return e.byName.get(name) ?? null;
 }

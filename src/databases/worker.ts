@@ -44,7 +44,8 @@ export interface DatabaseWorkerOptions {
 
 const POLL_MS = 2_000;
 const RECONCILE_EVERY_MS = 10_000;
-const LOGIN_RETRY_MS = 500;
+const LOGIN_RETRY_MS = 200;
+const IMAGE_WAIT_MS = 2_000;
 
 /**
  * The deploy engine leader's half of managed databases (docs/databases.md#lifecycle): it
@@ -175,12 +176,22 @@ export class DatabaseWorker {
       why = err instanceof Error ? err.message : String(err);
     }
     const local = localImage(type);
-    if ((await this.o.runtime.inspectImage(local)) !== null) {
-      this.o.log.warn({ database: row.id, image: wanted, fallback: local, reason: why }, 'database image not available; using the locally built one');
-      await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}); using the locally built ${local} instead.`);
-      return local;
+    // `make run` builds the local images in the background: a first database may ask before they are there
+    const deadline = Date.now() + this.o.policy.readyTimeoutMs;
+    let waiting = false;
+    while ((await this.o.runtime.inspectImage(local)) === null) {
+      if (Date.now() >= deadline || this.stopped) {
+        throw new Error(`the image ${wanted} is not on this host and cannot be pulled (${why}), and no locally built ${local} exists (make db-images builds it).`);
+      }
+      if (!waiting) {
+        waiting = true;
+        await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}), and ${local} is not built yet; waiting for it (make db-images builds it).`);
+      }
+      await new Promise((r) => setTimeout(r, IMAGE_WAIT_MS));
     }
-    throw new Error(`the image ${wanted} is not on this host and cannot be pulled (${why}), and no locally built ${local} exists (make db-images builds it).`);
+    this.o.log.warn({ database: row.id, image: wanted, fallback: local, reason: why }, 'database image not available; using the locally built one');
+    await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}); using the locally built ${local} instead.`);
+    return local;
   }
 
   private containerName(row: DatabaseRow): string {
@@ -312,9 +323,19 @@ export class DatabaseWorker {
         this.o.log.warn({ err, container: c.name }, 'database worker: cannot remove the server of a deleted database');
       }
     }
-    const present = new Set(containers.map((c) => c.labels[DATABASE_LABEL]));
+    const present = new Map(containers.map((c) => [c.labels[DATABASE_LABEL], c]));
     for (const row of await repos.withStatus(['running'])) {
-      if (present.has(row.id) || this.busy.has(row.id) || row.image === null) continue;
+      const c = present.get(row.id);
+      if (c !== undefined) {
+        // the engine may publish another port after a restart: the record follows
+        const external = this.external(c);
+        if (c.state === 'running' && c.hostPort !== null && external.external_port !== row.external_port && !this.busy.has(row.id)) {
+          await this.patch(row, external);
+          await this.event(row, `Its server restarted; it is now published on port ${String(external.external_port)}.`);
+        }
+        continue;
+      }
+      if (this.busy.has(row.id) || row.image === null) continue;
       const job = this.recreate(row, row.image).finally(() => { this.busy.delete(row.id); });
       this.busy.set(row.id, job);
     }

@@ -328,7 +328,7 @@ describe('managed databases on the engine (sqlite)', () => {
     const logins: DatabaseAddress[] = [];
     const workerWith = async (mongo: string) => new DatabaseWorker({
       store: s.store, clock: systemClock, ids: s.deps.ids, secrets: s.deps.secrets, runtime: engine.runtime,
-      policy: { ...databasePolicy(s.deps.platform), images: { ...databasePolicy(s.deps.platform).images, mongo }, readyTimeoutMs: 20_000 },
+      policy: { ...databasePolicy(s.deps.platform), images: { ...databasePolicy(s.deps.platform).images, mongo }, readyTimeoutMs: 3_000 },
       labels: { 'slipway.instance': await instanceId(s.store) },
       network: (ws) => engine.orchestrator.workspaceNetwork(ws),
       upstreamMode: 'published',
@@ -365,7 +365,10 @@ describe('managed databases on the engine (sqlite)', () => {
       const failed = await settled(noImage.body.data?.slug ?? '');
       expect(failed.status).toBe('failed');
       expect(failed.error).toMatch(/^the image nowhere\/mongo:0 is not on this host and cannot be pulled \(.+\), and no locally built slipway-local\/mongo:latest exists \(make db-images builds it\)\.$/);
-      expect(failed.events.at(-1)?.message).toBe(`Failed: ${failed.error ?? ''}`);
+      expect(failed.events.map((e) => e.message).slice(-2)).toEqual([
+        expect.stringMatching(/^nowhere\/mongo:0 is not on this host and cannot be pulled \(.+\), and slipway-local\/mongo:latest is not built yet; waiting for it \(make db-images builds it\)\.$/),
+        `Failed: ${failed.error ?? ''}`,
+      ]);
 
       await s.request('DELETE', `${base()}/${created.slug}`, { key: w.member.key });
       await gone(created.id);
