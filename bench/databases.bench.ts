@@ -48,7 +48,7 @@ async function dockerRun(docker: Docker, type: DatabaseType): Promise<number> {
   const c = await docker.createContainer({
     name,
     Image: localImage(type),
-    Env: Object.entries(server.env(address)).map(([k, v]) => `${k}=${v}`),
+    Env: Object.entries(server.env(address, () => generatePassword((n) => randomBytes(n)))).map(([k, v]) => `${k}=${v}`),
     ...(server.command === undefined ? {} : { Cmd: server.command(address) }),
     ExposedPorts: { [port]: {} },
     HostConfig: { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] }, Mounts: [{ Type: 'volume', Source: name, Target: server.dataPath }], Memory: 512 * 1024 * 1024, Init: true },

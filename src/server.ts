@@ -130,6 +130,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     labels: instanceLabels(await instanceId(deps.store)),
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,
+    logs: deps.logs,
     log,
   });
   databases.start();
@@ -162,7 +163,8 @@ async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime
     store: deps.logs,
     writer,
     labels: instanceLabels(await instanceId(deps.store)),
-    projectExists: async (id) => (await deps.store.repos.projects.status(id)) !== undefined,
+    // a project's, or a managed database's (its server's lines are kept under its id)
+    projectExists: async (id) => (await deps.store.repos.projects.status(id)) !== undefined || (await deps.store.repos.databases.byId(id)) !== undefined,
     log,
     ratePerSecond: config.logRateLimit,
   });

@@ -11,7 +11,8 @@ export interface ServerContract {
   defaultImage: string;
   /** the data directory inside the container: the database's volume is mounted there */
   dataPath: string;
-  env(a: DatabaseAddress): Record<string, string>;
+  /** `freshSecret`: a new random password, for a credential nobody keeps (MySQL's root) */
+  env(a: DatabaseAddress, freshSecret: () => string): Record<string, string>;
   /** replaces the image's command; undefined keeps it */
   command?(a: DatabaseAddress): string[];
 }
@@ -24,10 +25,11 @@ export const SERVERS: Readonly<Record<DatabaseType, ServerContract>> = {
     env: (a) => ({ POSTGRES_USER: a.username, POSTGRES_PASSWORD: a.password, POSTGRES_DB: a.databaseName }),
   },
   // mysql: MYSQL_USER gets ALL on MYSQL_DATABASE; root gets a random password nobody keeps
+  // (given, not MYSQL_RANDOM_ROOT_PASSWORD, which the image prints: it would land in the logs)
   mysql: {
     defaultImage: 'mysql:8.4',
     dataPath: '/var/lib/mysql',
-    env: (a) => ({ MYSQL_RANDOM_ROOT_PASSWORD: 'yes', MYSQL_USER: a.username, MYSQL_PASSWORD: a.password, MYSQL_DATABASE: a.databaseName }),
+    env: (a, freshSecret) => ({ MYSQL_ROOT_PASSWORD: freshSecret(), MYSQL_USER: a.username, MYSQL_PASSWORD: a.password, MYSQL_DATABASE: a.databaseName }),
   },
   // redis: the password is the `default` user's (`--requirepass`); the append-only file makes writes survive a restart
   redis: {

@@ -1,6 +1,8 @@
 import type { Clock, IdSource } from '../domain/clock.js';
+import type { LogStore } from '../domain/logs.js';
 import { iso } from '../domain/clock.js';
-import type { DatabaseAddress, DatabaseType } from '../domain/database.js';
+import { randomBytes } from 'node:crypto';
+import { DATABASE_LABEL, generatePassword, type DatabaseAddress, type DatabaseType } from '../domain/database.js';
 import { HostPortTakenError, type ContainerInfo, type Runtime } from '../domain/runtime.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { Store } from '../store/db.js';
@@ -9,8 +11,7 @@ import { serverName } from './health.js';
 import { passwordContext, type DatabasePolicy } from './policy.js';
 import { localImage, login as realLogin, SERVERS } from './servers.js';
 
-/** The label that names the database a container or volume belongs to. */
-export const DATABASE_LABEL = 'slipway.database';
+export { DATABASE_LABEL };
 
 export interface DatabaseWorkerLog {
   info(obj: object, msg: string): void;
@@ -40,6 +41,8 @@ export interface DatabaseWorkerOptions {
   login?: (a: DatabaseAddress) => Promise<void>;
   /** how long an image pull may take (default 5 min) */
   pullTimeoutMs?: number;
+  /** the log store: a deleted database's server logs go with it */
+  logs?: Pick<LogStore, 'deleteProject'>;
 }
 
 const POLL_MS = 2_000;
@@ -223,7 +226,7 @@ export class DatabaseWorker {
     return runtime.run({
       name,
       image,
-      env: server.env(address),
+      env: server.env(address, () => generatePassword((n) => randomBytes(n))),
       ...(server.command === undefined ? {} : { command: server.command(address) }),
       owner: { workspace: ws.id },
       labels,
@@ -286,6 +289,7 @@ export class DatabaseWorker {
     try {
       await this.removeServer(this.containerName(row), this.volumeName(row));
       await this.o.store.repos.databases.delete(row.id);
+      await this.o.logs?.deleteProject(row.id).catch((err: unknown) => { this.o.log.warn({ err, database: row.id }, 'database worker: the logs of a deleted database stay until the retention pass'); });
       this.o.log.info({ database: row.id }, 'database deleted with its container and volume');
     } catch (err) {
       // the row stays `deleting`: the next pass tries again

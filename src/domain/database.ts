@@ -18,6 +18,9 @@ export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 export const DATABASE_PROVISIONERS = ['container', 'shared'] as const;
 export type DatabaseProvisioner = (typeof DATABASE_PROVISIONERS)[number];
 
+/** The label that names the database a container or volume belongs to. */
+export const DATABASE_LABEL = 'slipway.database';
+
 /** How to reach one database and log in. */
 export interface DatabaseAddress {
   type: DatabaseType;

@@ -1,5 +1,6 @@
 import type { CollectionCursor, DroppedLines, LogLine, LogStore } from '../domain/logs.js';
-import type { ContainerInfo, Feed, Labels, LogLine as EngineLine, Runtime, RuntimeEvent } from '../domain/runtime.js';
+import { DATABASE_LABEL } from '../domain/database.js';
+import type { ContainerInfo, Feed, Labels, LogLine as EngineLine, Owner, Runtime, RuntimeEvent } from '../domain/runtime.js';
 import { statedLevel } from './lines.js';
 import type { LogWriter } from './log-writer.js';
 
@@ -31,6 +32,8 @@ export interface LogCollectorOptions {
 type Settled = LogCollectorOptions & { maxLineBytes: number; ratePerSecond: number; pauseAtBufferedLines: number };
 
 const MAX_LINE_BYTES = 16 * 1024;
+/** the engine driver's workspace label (src/runtime/docker/labels.ts), on every managed container */
+const WORKSPACE_LABEL = 'slipway.workspace';
 const RATE_PER_SECOND = 1000;
 const RESCAN_EVERY_MS = 10_000;
 /**
@@ -168,8 +171,9 @@ export class LogCollector {
         const exists = new Map<string, Promise<boolean>>();
         for (const c of containers) {
           gone.delete(c.id);
-          if (c.owner === null) continue;
-          const project = c.owner.project;
+          const source = logSourceOf(c);
+          if (source === null) continue;
+          const project = source.project;
           let known = exists.get(project);
           if (known === undefined) exists.set(project, (known = this.o.projectExists(project)));
           if (!(await known)) {
@@ -223,7 +227,8 @@ export class LogCollector {
           this.forget(containerId);
           return;
         }
-        if (c.owner === null || !(await this.o.projectExists(c.owner.project))) return;
+        const source = logSourceOf(c);
+        if (source === null || !(await this.o.projectExists(source.project))) return;
         this.consider(c);
       } catch (err) {
         this.o.log.warn({ err, container: containerId }, 'log collector: cannot inspect a container; the rescan tries again');
@@ -232,7 +237,7 @@ export class LogCollector {
   }
 
   private consider(c: ContainerInfo): void {
-    if (this.stopped || c.owner === null || this.followers.has(c.id)) return;
+    if (this.stopped || logSourceOf(c) === null || this.followers.has(c.id)) return;
     const state = stateOf(c);
     if (c.state !== 'running' && this.readUpTo.get(c.id) === state) return;
     const f = new Follower(this, c, state);
@@ -297,6 +302,18 @@ export class LogCollector {
   setPosition(containerId: string, p: Position): void {
     this.positions.set(containerId, p);
   }
+}
+
+/**
+ * Whose logs a container's output is: an app's container names its project and deployment; a
+ * managed database's server has its lines kept under the database's id (project and deployment
+ * both), so that its logs are queried, retained and deleted like a project's.
+ */
+export function logSourceOf(c: Pick<ContainerInfo, 'owner' | 'labels'>): Owner | null {
+  if (c.owner !== null) return c.owner;
+  const database = c.labels[DATABASE_LABEL];
+  const workspace = c.labels[WORKSPACE_LABEL];
+  return database === undefined || workspace === undefined ? null : { workspace, project: database, deployment: database };
 }
 
 /** A run of the engine's time stamp (`…:05.123Z` or `…:05.123456789Z`) that sorts as text. */
@@ -375,7 +392,7 @@ class Follower {
     private readonly c: ContainerInfo,
     private readonly state: string,
   ) {
-    const owner = c.owner;
+    const owner = logSourceOf(c);
     if (owner === null) throw new Error('only managed containers are followed');
     this.projectId = owner.project;
     this.workspaceId = owner.workspace;

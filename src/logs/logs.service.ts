@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
-import { invalid } from '../domain/errors.js';
+import { invalid, notFound } from '../domain/errors.js';
 import { everyInterval } from '../domain/periodic.js';
 import type { LogDirection, LogEntry, LogFilter, LogStreamKind, RetentionResult } from '../domain/logs.js';
 import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
@@ -113,11 +113,23 @@ export class LogService {
    */
   async query(access: Access, projectSlug: string, input: LogQueryInput): Promise<LogPageView> {
     const filter = this.filter(input);
-    const direction = input.direction ?? 'desc';
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const binding = this.binding(project.id, direction, filter);
+    return this.page(project.id, filter, input);
+  }
+
+  /** One page of what a managed database's server printed (its lines are kept under the database's id). */
+  async queryDatabase(access: Access, dbSlug: string, input: LogQueryInput): Promise<LogPageView> {
+    const filter = this.filter(input);
+    const database = await this.deps.store.repos.databases.bySlug(access.workspace.id, dbSlug);
+    if (database === undefined) throw notFound('Database');
+    return this.page(database.id, filter, input);
+  }
+
+  private async page(id: string, filter: LogFilter, input: LogQueryInput): Promise<LogPageView> {
+    const direction = input.direction ?? 'desc';
+    const binding = this.binding(id, direction, filter);
     const cursor = input.cursor === undefined ? undefined : this.openCursor(input.cursor, binding);
-    const page = await this.deps.logs.query(project.id, { ...filter, direction, limit: input.limit, cursor });
+    const page = await this.deps.logs.query(id, { ...filter, direction, limit: input.limit, cursor });
     return { entries: page.entries.map(entryView), next_cursor: page.nextCursor === null ? null : this.sealCursor(page.nextCursor, binding) };
   }
 

@@ -20,6 +20,9 @@ import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/databases/policy.js';
 import { DATABASE_LABEL, DatabaseWorker } from '../../src/databases/worker.js';
 import { systemClock } from '../../src/domain/clock.js';
+import { instanceLabels } from '../../src/deploy/containers.js';
+import { LogCollector } from '../../src/logs/collector.js';
+import { LogWriter } from '../../src/logs/log-writer.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
@@ -136,6 +139,8 @@ describe('managed databases on the engine (sqlite)', () => {
 
   let fx: DeployFixture;
 
+  let collector: LogCollector;
+
   beforeAll(async () => {
     await ensureDatabaseImages();
     // the official images are not on this host and cannot be pulled: the local ones stand in
@@ -143,8 +148,20 @@ describe('managed databases on the engine (sqlite)', () => {
     s = fx.s;
     engine = fx.engine;
     w = fx.w;
+    // as `slipway serve` wires it on the leader: the servers' output is kept too
+    collector = new LogCollector({
+      runtime: engine.runtime,
+      store: s.logStore,
+      writer: new LogWriter({ store: s.logStore }),
+      labels: instanceLabels(await instanceId(s.store)),
+      projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined || (await s.store.repos.databases.byId(id)) !== undefined,
+      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      rescanEveryMs: 1000,
+    });
+    await collector.start();
   }, 600_000);
   afterAll(async () => {
+    await collector.stop();
     await fx.close();
   });
 
@@ -254,10 +271,27 @@ describe('managed databases on the engine (sqlite)', () => {
       // from a container on the workspace network, by the record's host name
       expect(await onNetwork(`slipway-local/${type}:latest`, clientCommand[type](created, password))).toContain(value);
 
+      // what the server printed is kept like an app's output
+      const ready = { postgresql: 'database system is ready to accept connections', mysql: 'ready for connections', redis: 'Ready to accept connections' }[type];
+      const end = Date.now() + 30_000;
+      let lines: { message: string; pod: string }[] = [];
+      while (!lines.some((l) => l.message.includes(ready)) && Date.now() < end) {
+        await new Promise((res) => setTimeout(res, 250));
+        lines = (await s.request<{ entries: { message: string; pod: string }[] }>('GET', `${base()}/${created.slug}/logs?limit=1000&direction=asc`, { key: w.member.key })).body.data?.entries ?? [];
+      }
+      expect(lines.map((l) => l.message).join('\n')).toContain(ready);
+      expect(lines[0]?.pod).toBe(`slipway-db-${created.id}`);
+      // nothing of the password in them
+      expect(lines.map((l) => l.message).join('\n')).not.toContain(password);
+
       const del = await s.request<DatabaseView>('DELETE', `${base()}/${created.slug}`, { key: w.member.key });
       expect(del.status).toBe(202);
       await gone(created.id);
+      const untilDeleted = Date.now() + 10_000;
+      while ((await s.request('GET', `${base()}/${created.slug}`, { key: w.member.key })).status !== 404 && Date.now() < untilDeleted) await new Promise((res) => setTimeout(res, 100));
       expect((await s.request('GET', `${base()}/${created.slug}`, { key: w.member.key })).status).toBe(404);
+      // its logs went with it
+      expect((await s.logStore.usage(created.id)).lines).toBe(0);
     }, 300_000);
   });
 

@@ -140,6 +140,7 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/workspaces/:slug/databases', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases`, body: () => ({ name: `db-${(slugs++).toString()}`, type: 'redis' }) },
   { method: 'GET', url: '/api/workspaces/:slug/databases', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases` },
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/logs', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/logs?limit=10` },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases/${f.databaseSlug}`, fresh: (s, f) => newDatabase(s, f.w) },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },

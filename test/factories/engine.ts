@@ -93,6 +93,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       labels: instanceLabels(instance),
       network: (ws) => orchestrator.workspaceNetwork(ws),
       upstreamMode: opts.tune?.upstreamMode ?? 'published',
+      logs: s.logStore,
       log: opts.log ?? quiet,
       pollMs: 200,
       reconcileEveryMs: 1000,

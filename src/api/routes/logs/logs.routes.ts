@@ -20,6 +20,10 @@ export const logRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
     return reply.send(req.method === 'HEAD' ? Readable.from([]) : file.body());
   });
 
+  app.get('/api/workspaces/:slug/databases/:db_slug/logs', { schema: s.queryDatabaseLogs, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await logs.queryDatabase(accessOf(req), req.params.db_slug, req.query)),
+  );
+
   app.get(`${base}/usage`, { schema: s.logUsage, config: { action: 'workspace.read' } }, async (req) =>
     ok(await logs.usage(accessOf(req), req.params.project_slug)),
   );

@@ -87,3 +87,9 @@ export const logUsage = {
     ...authErrors,
   },
 };
+
+export const queryDatabaseLogs = {
+  ...queryLogs,
+  summary: 'Query what a managed database\'s server printed, one page at a time (newest first by default)',
+  params: Type.Object({ slug: Type.String(), db_slug: Type.String() }),
+};
