@@ -395,8 +395,12 @@ export function routerConformance(name: string, makeDriver: () => RouterDriver |
       let applied = false;
       const applying = driver.apply(table).then(() => { applied = true; });
       // New requests already go to the new replica...
+      // (nginx's reload takes its time on a loaded machine: a deadline, not a count of tries)
       let reply = await get('drain.test');
-      for (let i = 0; i < 100 && reply.body !== 'fresh'; i++) reply = await get('drain.test');
+      for (const until = Date.now() + 15_000; reply.body !== 'fresh' && Date.now() < until; ) {
+        await new Promise((r) => setTimeout(r, 20));
+        reply = await get('drain.test');
+      }
       expect(reply.body).toBe('fresh');
       // ...while apply() waits for the old one's response to end.
       expect(applied).toBe(false);
