@@ -73,7 +73,7 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
     });
 
     // every deployment runs (or says why not)
-    const deadline = Date.now() + 170_000;
+    const deadline = Date.now() + 420_000; // 100 builds and rollouts on 2 cores, beside the other Docker suites of the run
     const pending = new Set(started.map((x) => x.slug));
     const failures: string[] = [];
     while (pending.size > 0 && Date.now() < deadline) {
@@ -102,5 +102,5 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
     const subnets = networks.map((n) => n.IPAM?.Config?.[0]?.Subnet ?? '');
     expect(new Set(subnets).size).toBe(WORKSPACES);
     for (const subnet of subnets) expect(subnet).toMatch(/^10\.213\.\d+\.0\/24$/);
-  }, 300_000);
+  }, 600_000);
 });
