@@ -63,7 +63,9 @@ describe('keeping the images of the newest deployments only', () => {
     expect(new Set(images).size).toBe(4);
 
     // The reconciler (every second here) removes v1's and v2's images and says so on the deployments.
-    await waitFor('the old images to go', async () => ((await imageExists(images[0] ?? '')) || (await imageExists(images[1] ?? '')) ? undefined : true), undefined, 30_000);
+    // (the sweep removes an image, then clears its deployment's `image`: wait for both, or a loaded machine reads between them)
+    const gone = async (i: 0 | 1) => !(await imageExists(images[i] ?? '')) && (await deployment(deployed[i]?.id ?? ''))?.image === null;
+    await waitFor('the old images to go', async () => ((await gone(0)) && (await gone(1)) ? true : undefined), undefined, 30_000);
     expect(await imageExists(images[2] ?? '')).toBe(true);
     expect(await imageExists(images[3] ?? '')).toBe(true);
     expect((await deployment(deployed[0]?.id ?? ''))?.image).toBeNull();
