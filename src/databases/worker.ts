@@ -216,8 +216,7 @@ export class DatabaseWorker {
     }
     const type = row.type as DatabaseType;
     const server = SERVERS[type];
-    const password = this.o.secrets.open(row.password, passwordContext(row.id));
-    const address: DatabaseAddress = { type, host: row.host, port: row.port, username: row.username, password, databaseName: row.database_name };
+    const address = this.addressOf(row, row.host, row.port);
     const labels = { ...this.o.labels, [DATABASE_LABEL]: row.id };
     const volume = this.volumeName(row);
     await runtime.ensureVolume({ name: volume, workspace: ws.id, labels });
@@ -246,11 +245,15 @@ export class DatabaseWorker {
 
   /** Where Slipway itself logs in: the published port on loopback, or the container's address on the workspace network. */
   private loginAddress(row: DatabaseRow, info: ContainerInfo): DatabaseAddress {
-    const password = this.o.secrets.open(row.password, passwordContext(row.id));
-    const base = { type: row.type as DatabaseType, username: row.username, password, databaseName: row.database_name };
-    if (this.o.upstreamMode === 'published' && info.hostPort !== null) return { ...base, host: '127.0.0.1', port: info.hostPort };
+    if (this.o.upstreamMode === 'published' && info.hostPort !== null) return this.addressOf(row, '127.0.0.1', info.hostPort);
     if (info.networkAddress === null) throw new Error('its container has no address on the workspace network.');
-    return { ...base, host: info.networkAddress, port: row.port };
+    return this.addressOf(row, info.networkAddress, row.port);
+  }
+
+  /** The database's credentials (its password opened) at `host:port`. */
+  private addressOf(row: DatabaseRow, host: string, port: number): DatabaseAddress {
+    const password = this.o.secrets.open(row.password, passwordContext(row.id));
+    return { type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name };
   }
 
   private external(info: ContainerInfo): Pick<DatabaseRow, 'external_host' | 'external_port'> {
