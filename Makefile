@@ -65,6 +65,7 @@ lint: install
 test: build typecheck lint
 	@bash scripts/ensure-system.sh
 	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
+	@bash scripts/ensure-shared-servers.sh >> .test-env
 	@bash scripts/ensure-docker.sh
 	@bash scripts/ensure-db-images.sh
 	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs

@@ -26,6 +26,21 @@ describe('resolveConfig', () => {
     expect(c.listen).toEqual({ host: '::1', port: 3000 });
   });
 
+  it('takes the administrative URL of a shared database server per type, and refuses a wrong one without echoing it', () => {
+    const c = resolveConfig({ 'database-shared-postgresql': 'postgresql://admin:s3cret@pg.internal:5432/postgres' }, { SLIPWAY_DATABASE_SHARED_REDIS: 'redis://default:pw@cache:6379' }, '/srv');
+    expect(c.databases.shared).toEqual({ postgresql: 'postgresql://admin:s3cret@pg.internal:5432/postgres', redis: 'redis://default:pw@cache:6379' });
+    expect(resolveConfig({}, {}, '/srv').databases.shared).toEqual({});
+    let err: unknown;
+    try {
+      resolveConfig({ 'database-shared-mysql': 'postgresql://root:hunter2@db' }, { SLIPWAY_DATABASE_SHARED_MONGO: 'not a url hunter2' }, '/srv');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems;
+    expect(problems).toEqual(['--database-shared-mysql must start with mysql:// or mariadb://.', 'SLIPWAY_DATABASE_SHARED_MONGO is not a URL.']);
+  });
+
   it('reports every problem at once, naming where each came from', () => {
     let err: unknown;
     try {

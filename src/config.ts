@@ -3,6 +3,8 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { isPostgresUrl } from './store/db.js';
 import type { RateLimit } from './api/rate-limit.js';
 import type { DatabasePolicy } from './databases/policy.js';
+import { sharedUrlProblem } from './databases/shared.js';
+import { DATABASE_TYPES, type DatabaseType } from './domain/database.js';
 import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
 import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
@@ -153,6 +155,10 @@ export const SETTINGS = [
   { flag: 'database-public-host', env: 'SLIPWAY_DATABASE_PUBLIC_HOST', def: 'localhost', help: 'the host name shown as external_host with --database-publish all' },
   { flag: 'database-memory', env: 'SLIPWAY_DATABASE_MEMORY', def: '512', help: 'memory limit of each database server, MiB' },
   { flag: 'database-ready-timeout', env: 'SLIPWAY_DATABASE_READY_TIMEOUT', def: '180', help: 'seconds a new database server gets to accept a login with its credentials before the database is failed' },
+  { flag: 'database-shared-postgresql', env: 'SLIPWAY_DATABASE_SHARED_POSTGRESQL', def: '', help: 'administrative URL of an existing PostgreSQL server (`postgresql://admin:password@host:5432/postgres`, a role with CREATEROLE and CREATEDB): postgresql databases are then a role and a database of their own there (the shared provisioner) instead of a container each; empty: containers. Give it in the environment, not as a flag: it holds a password (never logged)' },
+  { flag: 'database-shared-mysql', env: 'SLIPWAY_DATABASE_SHARED_MYSQL', def: '', help: 'administrative URL of an existing MySQL or MariaDB server (`mysql://root:password@host:3306`, a user with CREATE USER and GRANT OPTION): mysql databases are then a database and a user of their own there; empty: containers' },
+  { flag: 'database-shared-redis', env: 'SLIPWAY_DATABASE_SHARED_REDIS', def: '', help: 'administrative URL of an existing Redis 6.2+ server (`redis://default:password@host:6379`, a user allowed ACL): redis databases are then an ACL user limited to its own key prefix there; empty: containers' },
+  { flag: 'database-shared-mongo', env: 'SLIPWAY_DATABASE_SHARED_MONGO', def: '', help: 'administrative URL of an existing MongoDB server (`mongodb://admin:password@host:27017/?authSource=admin`, with userAdminAnyDatabase): mongo databases are then a user in admin owning a database of its own there; empty: containers' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -308,6 +314,21 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     return { directoryUrl, email: email === '' ? null : email, caFile: caFile === '' ? null : resolve(cwd, caFile) };
   }
 
+  /** `--database-shared-<type>`: the types provisioned on an operator's server, by its administrative URL. */
+  function sharedServers(): DatabasePolicy['shared'] {
+    const out: Partial<Record<DatabaseType, string>> = {};
+    for (const type of DATABASE_TYPES) {
+      const flag = `database-shared-${type}` as const;
+      const url = raw(flag);
+      if (url === '') continue;
+      const problem = sharedUrlProblem(type, url);
+      // never echo the URL: it carries the server's administrative password
+      if (problem !== null) problems.push(`${where(flag)} ${problem}.`);
+      else out[type] = url;
+    }
+    return out;
+  }
+
   function publicUrl(): string {
     const value = raw('public-url').replace(/\/+$/, '');
     if (value === '') return '';
@@ -380,6 +401,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
       publicHost: raw('database-public-host'),
       memoryMb: wholeNumber('database-memory', 32, 1_048_576),
       readyTimeoutMs: wholeNumber('database-ready-timeout', 1, 3600) * 1000,
+      shared: sharedServers(),
     },
     baseImages: {
       node: raw('base-image-node'),

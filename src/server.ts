@@ -14,6 +14,7 @@ import { buildApp, type App } from './api/app.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from './store/db.js';
+import { sharedPrefix } from './databases/shared.js';
 import { createDeps, StartError } from './create-deps.js';
 import type { Deps } from './deps.js';
 import type { Engine } from './domain/ports.js';
@@ -128,6 +129,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     runtime,
     policy: databasePolicy(deps.platform),
     labels: instanceLabels(await instanceId(deps.store)),
+    sharedPrefix: sharedPrefix(await instanceId(deps.store)),
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,
     logs: deps.logs,

@@ -6,8 +6,10 @@ import {
   DEFAULT_PORTS,
   generatePassword,
   isDatabaseType,
+  keyPrefixOf,
   MASKED_PASSWORD,
   usernameFor,
+  type DatabaseProvisioner,
   type DatabaseStatus,
   type DatabaseType,
 } from '../domain/database.js';
@@ -19,6 +21,8 @@ import { isUniqueViolation } from '../store/dialects.js';
 import type { DatabaseRow } from '../store/repositories/index.js';
 import type { Access } from '../tenancy/context.js';
 import { databasePolicy, passwordContext } from './policy.js';
+import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
+import { instanceId } from '../store/db.js';
 
 export interface DatabaseEventView {
   at: string;
@@ -32,7 +36,7 @@ export interface DatabaseView {
   type: DatabaseType;
   status: DatabaseStatus;
   error: string | null;
-  provisioner: string;
+  provisioner: DatabaseProvisioner;
   image: string | null;
   host: string;
   port: number;
@@ -43,6 +47,8 @@ export interface DatabaseView {
   database_name: string;
   connection_string: string;
   external_connection_string: string | null;
+  /** Redis on a shared server: every key (and channel) of this database starts with it; null otherwise */
+  key_prefix: string | null;
   memory_mb: number;
   created_at: string;
   updated_at: string;
@@ -121,6 +127,14 @@ export class DatabaseService {
       created_at: now,
       updated_at: now,
     };
+    const sharedUrl = policy.shared[type];
+    if (sharedUrl !== undefined) {
+      // on the operator's server: a user and a database named for this installation and tenant
+      // (slugs repeat across workspaces; these names never do), reached at the server's address
+      const { host, port } = sharedAddress(type, sharedUrl);
+      const name = sharedTenantName(await this.sharedPrefix(), slug, (n) => this.deps.random.bytes(n));
+      Object.assign(row, { provisioner: 'shared', host, port, external_host: host, external_port: port, username: name, database_name: name, memory_mb: 0 });
+    }
     try {
       await this.deps.store.transaction(async (tx) => {
         await tx.databases.insert(row);
@@ -176,6 +190,13 @@ export class DatabaseService {
     return databaseView(row, null);
   }
 
+  private prefix: string | null = null;
+
+  private async sharedPrefix(): Promise<string> {
+    this.prefix ??= sharedPrefix(await instanceId(this.deps.store));
+    return this.prefix;
+  }
+
   private async resolve(access: Access, slug: string): Promise<DatabaseRow> {
     const row = await this.deps.store.repos.databases.bySlug(access.workspace.id, slug);
     if (row === undefined) throw notFound('Database');
@@ -201,7 +222,7 @@ export function databaseView(row: DatabaseRow, password: string | null): Databas
     type,
     status: row.status as DatabaseStatus,
     error: row.error,
-    provisioner: row.provisioner,
+    provisioner: row.provisioner as DatabaseProvisioner,
     image: row.image,
     host: row.host,
     port: row.port,
@@ -213,6 +234,7 @@ export function databaseView(row: DatabaseRow, password: string | null): Databas
     connection_string: connectionString({ ...address, host: row.host, port: row.port }),
     external_connection_string:
       row.external_host === null || row.external_port === null ? null : connectionString({ ...address, host: row.external_host, port: row.external_port }),
+    key_prefix: keyPrefixOf(row),
     memory_mb: row.memory_mb,
     created_at: row.created_at,
     updated_at: row.updated_at,

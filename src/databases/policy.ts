@@ -1,4 +1,4 @@
-import type { DatabaseType } from '../domain/database.js';
+import type { DatabaseProvisioner, DatabaseType } from '../domain/database.js';
 import type { Platform } from '../deps.js';
 import { SERVERS } from './servers.js';
 
@@ -14,6 +14,11 @@ export interface DatabasePolicy {
   memoryMb: number;
   /** how long a new server gets to accept a login before the database is `failed` */
   readyTimeoutMs: number;
+  /**
+   * The types provisioned on an existing server (`--database-shared-<type>`): its administrative
+   * URL; a type without one gets a container per database
+   */
+  shared: Readonly<Partial<Record<DatabaseType, string>>>;
 }
 
 export const DEFAULT_DATABASE_POLICY: DatabasePolicy = {
@@ -22,7 +27,11 @@ export const DEFAULT_DATABASE_POLICY: DatabasePolicy = {
   publicHost: 'localhost',
   memoryMb: 512,
   readyTimeoutMs: 180_000,
+  shared: {},
 };
+
+/** How databases of `type` are provisioned under `policy`. */
+export const provisionerOf = (policy: DatabasePolicy, type: DatabaseType): DatabaseProvisioner => (policy.shared[type] === undefined ? 'container' : 'shared');
 
 export const databasePolicy = (platform: Platform): DatabasePolicy => ({ ...DEFAULT_DATABASE_POLICY, ...platform.databases });
 

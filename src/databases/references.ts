@@ -1,4 +1,4 @@
-import { connectionString, type DatabaseType } from '../domain/database.js';
+import { connectionString, keyPrefixOf, type DatabaseType } from '../domain/database.js';
 import type { DatabaseRow } from '../store/repositories/index.js';
 
 /**
@@ -6,7 +6,7 @@ import type { DatabaseRow } from '../store/repositories/index.js';
  * restart) with that database's current value, so an app is wired to its database without the
  * secret being copied into its variables (docs/databases.md#references).
  */
-export const REFERENCE_FIELDS = ['connection_string', 'host', 'port', 'username', 'password', 'database_name'] as const;
+export const REFERENCE_FIELDS = ['connection_string', 'host', 'port', 'username', 'password', 'database_name', 'key_prefix'] as const;
 export type ReferenceField = (typeof REFERENCE_FIELDS)[number];
 
 const REFERENCE = /\$\{\{\s*databases\.([^.}\s]*)\.([^}\s]*)\s*\}\}/g;
@@ -59,6 +59,8 @@ export function resolveReferences(what: string, value: string, databases: Readon
         return address.password;
       case 'database_name':
         return db.database_name;
+      case 'key_prefix':
+        return keyPrefixOf(db) ?? '';
     }
   });
 }

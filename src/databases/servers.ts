@@ -95,9 +95,8 @@ export async function login(a: DatabaseAddress): Promise<void> {
         retryStrategy: () => null,
         enableOfflineQueue: false,
       });
-      client.on('error', () => undefined);
       try {
-        await client.connect();
+        await connectRedis(client);
         // AUTH (with the password) runs on connect: a wrong one rejects there
         await client.ping();
       } finally {
@@ -121,4 +120,19 @@ export async function login(a: DatabaseAddress): Promise<void> {
       return;
     }
   }
+}
+
+/**
+ * Connects an ioredis client made with `lazyConnect`, failing with the reason: a refused
+ * connection or a refused AUTH arrives as an 'error' event, after which connect() only says
+ * "Connection is closed."
+ */
+export async function connectRedis(client: { on(event: 'error', listener: (err: Error) => void): unknown; connect(): Promise<void> }): Promise<void> {
+  let reason: unknown = null;
+  client.on('error', (err) => {
+    reason ??= err;
+  });
+  await client.connect().catch((err: unknown) => {
+    throw reason ?? err;
+  });
 }

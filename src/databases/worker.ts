@@ -10,6 +10,7 @@ import type { DatabaseRow } from '../store/repositories/index.js';
 import { serverName } from './health.js';
 import { passwordContext, type DatabasePolicy } from './policy.js';
 import { localImage, login as realLogin, SERVERS } from './servers.js';
+import { sharedServer, type SharedServer } from './shared.js';
 
 export { DATABASE_LABEL };
 
@@ -43,6 +44,10 @@ export interface DatabaseWorkerOptions {
   pullTimeoutMs?: number;
   /** the log store: a deleted database's server logs go with it */
   logs?: Pick<LogStore, 'deleteProject'>;
+  /** this installation's prefix of names on shared servers (`sharedPrefix(instanceId)`): its leftovers there are found by it */
+  sharedPrefix: string;
+  /** an operator's server, by its administrative URL (the real clients by default) */
+  sharedServer?: (type: DatabaseType, url: string) => SharedServer;
 }
 
 const POLL_MS = 2_000;
@@ -67,9 +72,11 @@ export class DatabaseWorker {
   private readonly busy = new Map<string, Promise<void>>();
   private readonly abort = new AbortController();
   private readonly login: (a: DatabaseAddress) => Promise<void>;
+  private readonly shared: (type: DatabaseType, url: string) => SharedServer;
 
   constructor(private readonly o: DatabaseWorkerOptions) {
     this.login = o.login ?? realLogin;
+    this.shared = o.sharedServer ?? sharedServer;
   }
 
   start(): void {
@@ -123,7 +130,8 @@ export class DatabaseWorker {
     for (const row of await repos.withStatus(['provisioning', 'deleting'])) {
       if (this.stopped) return;
       if (this.busy.has(row.id)) continue;
-      const job = (row.status === 'provisioning' ? this.provision(row) : this.remove(row))
+      const shared = row.provisioner === 'shared';
+      const job = (row.status === 'provisioning' ? (shared ? this.provisionShared(row) : this.provision(row)) : shared ? this.removeShared(row) : this.remove(row))
         .catch((err: unknown) => { this.o.log.error({ err, database: row.id }, 'database worker: unexpected failure'); })
         .finally(() => { this.busy.delete(row.id); });
       this.busy.set(row.id, job);
@@ -161,6 +169,37 @@ export class DatabaseWorker {
       const ok = await this.patch(row, { status: 'failed', error: message });
       if (ok) await this.event(row, `Failed: ${message}`);
     }
+  }
+
+  /**
+   * On the operator's server: the tenant's user and database (made again from scratch when a
+   * crash stopped it halfway), then a real login with its own credentials before `running`.
+   */
+  private async provisionShared(row: DatabaseRow): Promise<void> {
+    const started = Date.now();
+    try {
+      const server = this.sharedFor(row);
+      const address = this.addressOf(row, server.host, server.port);
+      await this.event(row, `Creating its user and database on the shared ${row.type} server at ${server.host}:${String(server.port)}.`);
+      await server.create({ name: row.username, password: address.password });
+      await this.waitForLogin(row, address);
+      const ok = await this.patch(row, { status: 'running', error: null });
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+    } catch (err) {
+      if (this.stopped) return;
+      const message = sharedError(err);
+      this.o.log.warn({ database: row.id, error: message }, 'database provisioning on a shared server failed');
+      const ok = await this.patch(row, { status: 'failed', error: message });
+      if (ok) await this.event(row, `Failed: ${message}`);
+    }
+  }
+
+  /** The server a shared database lives on: the one configured for its type now. */
+  private sharedFor(row: DatabaseRow): SharedServer {
+    const type = row.type as DatabaseType;
+    const url = this.o.policy.shared[type];
+    if (url === undefined) throw new Error(`no shared ${type} server is configured any more (--database-shared-${type}).`);
+    return this.shared(type, url);
   }
 
   /**
@@ -274,10 +313,12 @@ export class DatabaseWorker {
       } catch (err) {
         last = err instanceof Error ? err.message : String(err);
       }
-      const info = await this.o.runtime.inspect(this.containerName(row));
-      if (info === null) throw new Error('its container disappeared while the server was starting.');
-      if (info.state === 'exited' || info.state === 'dead') {
-        throw new Error(`the server exited with code ${String(info.exitCode)}${info.oomKilled ? ' (killed: out of memory)' : ''} before it accepted a login.`);
+      if (row.provisioner === 'container') {
+        const info = await this.o.runtime.inspect(this.containerName(row));
+        if (info === null) throw new Error('its container disappeared while the server was starting.');
+        if (info.state === 'exited' || info.state === 'dead') {
+          throw new Error(`the server exited with code ${String(info.exitCode)}${info.oomKilled ? ' (killed: out of memory)' : ''} before it accepted a login.`);
+        }
       }
       if (Date.now() >= deadline) {
         throw new Error(`the server did not accept a login within ${(this.o.policy.readyTimeoutMs / 1000).toString()} s (last answer: ${last}).`);
@@ -300,6 +341,21 @@ export class DatabaseWorker {
     }
   }
 
+  /** Drops its database (its data) and its user on the shared server, then the record. */
+  private async removeShared(row: DatabaseRow): Promise<void> {
+    try {
+      await this.sharedFor(row).drop(row.username);
+      await this.o.store.repos.databases.delete(row.id);
+      this.o.log.info({ database: row.id }, 'database dropped from its shared server');
+    } catch (err) {
+      // the row stays `deleting`: the next pass tries again
+      const message = `Cannot drop it from the shared server yet: ${sharedError(err)}`;
+      this.o.log.warn({ database: row.id, error: message }, 'database worker: cannot drop a database from its shared server yet');
+      // said once, not every pass
+      if (row.error !== message && (await this.patch(row, { error: message }))) await this.event(row, message);
+    }
+  }
+
   private async removeServer(container: string, volume: string): Promise<void> {
     await this.o.runtime.stop(container, { graceSeconds: 10 }).catch(() => undefined);
     await this.o.runtime.remove(container);
@@ -319,6 +375,7 @@ export class DatabaseWorker {
       this.o.log.warn({ err }, 'database worker: cannot list the containers');
       return;
     }
+    await this.reconcileShared();
     const ids = await repos.ids();
     for (const c of containers) {
       const id = c.labels[DATABASE_LABEL] ?? '';
@@ -332,6 +389,7 @@ export class DatabaseWorker {
     }
     const present = new Map(containers.map((c) => [c.labels[DATABASE_LABEL], c]));
     for (const row of await repos.withStatus(['running'])) {
+      if (row.provisioner !== 'container') continue;
       const c = present.get(row.id);
       if (c !== undefined) {
         // the engine may publish another port after a restart: the record follows
@@ -345,6 +403,29 @@ export class DatabaseWorker {
       if (this.busy.has(row.id) || row.image === null) continue;
       const job = this.recreate(row, row.image).finally(() => { this.busy.delete(row.id); });
       this.busy.set(row.id, job);
+    }
+  }
+
+  /**
+   * This installation's tenants on each shared server that no record names any more (their
+   * workspace was deleted, which takes the records with it) are dropped. The names on the
+   * server are read before the records, so a database created meanwhile is never taken for one.
+   */
+  private async reconcileShared(): Promise<void> {
+    for (const [type, url] of Object.entries(this.o.policy.shared) as [DatabaseType, string][]) {
+      try {
+        const server = this.shared(type, url);
+        const there = await server.tenants(this.o.sharedPrefix);
+        if (there.size === 0) continue;
+        const known = await this.o.store.repos.databases.sharedNames(type);
+        for (const name of there) {
+          if (known.has(name) || this.stopped) continue;
+          await server.drop(name);
+          this.o.log.info({ type, name }, 'dropped a database of a deleted workspace from its shared server');
+        }
+      } catch (err) {
+        this.o.log.warn({ type, error: sharedError(err) }, 'database worker: cannot look at a shared server');
+      }
     }
   }
 
@@ -380,4 +461,10 @@ export class DatabaseWorker {
   private async event(row: DatabaseRow, message: string): Promise<void> {
     await this.o.store.repos.databases.addEvent({ id: this.o.ids.id(), database_id: row.id, at: iso(this.o.clock.now()), message }).catch(() => undefined);
   }
+}
+
+/** A shared server's error as a sentence: the client's message, never the administrative URL it was given. */
+function sharedError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s]*/gi, '<server>');
 }

@@ -37,6 +37,10 @@ export const DEFAULT_PORTS: Readonly<Record<DatabaseType, number>> = { postgresq
 /** The user apps log in as: `slipway`, but Redis's password (`requirepass`) belongs to its `default` user. */
 export const usernameFor = (type: DatabaseType): string => (type === 'redis' ? 'default' : 'slipway');
 
+/** A Redis database on a shared server reaches only the keys (and channels) under `<its user>:`; the others have no prefix. */
+export const keyPrefixOf = (db: { type: string; provisioner: string; username: string }): string | null =>
+  db.type === 'redis' && db.provisioner === 'shared' ? `${db.username}:` : null;
+
 /** The URL-style connection string (docs/databases.md#the-record): what apps put in DATABASE_URL and friends. */
 export function connectionString(a: DatabaseAddress): string {
   const user = encodeURIComponent(a.username);

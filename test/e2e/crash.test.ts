@@ -1,5 +1,6 @@
-// kill -9 of `slipway serve` in the middle of a build (issue 4's test list) and while an app prints
-// (issue 11: its output is collected once, in order, across the crash): the built launcher
+// kill -9 of `slipway serve` in the middle of a build (issue 4's test list), while an app prints
+// (issue 11: its output is collected once, in order, across the crash) and while a database is
+// provisioned (issue 12: nothing stays `provisioning`; a crashed server is restarted): the built launcher
 // as a child process, with the Docker engine and the nginx router, on a temp data directory.
 // While Slipway is down its nginx (detached, in its own process group) keeps serving the running
 // deployment; the next start on the same data directory adopts that nginx, fails the interrupted
@@ -8,13 +9,16 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Docker from 'dockerode';
+import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
 import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
-import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
+import { ensureBaseImage, ensureDatabaseImages, releaseTestRun } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
+import type { DatabaseDetailView, DatabaseView } from '../../src/databases/databases.service.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
@@ -321,4 +325,61 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     expect(await ticks()).toEqual(Array.from({ length: n }, (_, i) => `tick ${(i + 1).toString()}`));
     expect(all.length).toBe(n);
   }, 240_000);
+
+  it('leaves no database stuck in provisioning after a kill -9 mid-provisioning, and a server that crashes is restarted with its data', async () => {
+    // MariaDB initialises its data directory for a few seconds: a window to kill Slipway in
+    await ensureDatabaseImages();
+    if (proc === undefined || proc.exit() !== null) proc = await serve();
+    const made = await call<DatabaseView>('POST', '/api/workspaces/default/databases', { name: 'orders', type: 'mysql' });
+    expect(made.status, JSON.stringify(made.body)).toBe(202);
+    const created = made.body.data;
+    if (created === undefined) throw new Error('no record');
+    const docker = new Docker();
+    const container = docker.getContainer(`slipway-db-${created.id}`);
+    await waitFor('its container to exist', async () => ((await container.inspect().catch(() => null)) === null ? undefined : true), proc, 120_000);
+    const before = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+    expect(before.body.data?.status).toBe('provisioning');
+    expect(await proc.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
+
+    proc = await serve(['--router-on-exit', 'stop']);
+    const d = await waitFor('the database to settle', async () => {
+      const r = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+      return r.body.data?.status === 'provisioning' ? undefined : r.body.data;
+    }, proc, 180_000);
+    expect(d.status, d.error ?? '').toBe('running');
+    // the same container, taken up again, not a second server
+    const servers = await docker.listContainers({ all: true, filters: { label: [`slipway.database=${created.id}`] } });
+    expect(servers.map((c) => c.Names[0])).toEqual([`/slipway-db-${created.id}`]);
+    const url = (d.external_connection_string ?? '').replace('********', created.password);
+    const conn = await mysql.createConnection({ uri: url, connectTimeout: 10_000 });
+    try {
+      await conn.query('create table kept (v varchar(50))');
+      await conn.query("insert into kept values ('before the crash')");
+    } finally {
+      await conn.end();
+    }
+
+    // the server itself crashes: the engine starts it again, on its volume, and the record says so
+    const exec = await container.exec({ Cmd: ['bash', '-c', 'kill -9 -1'], AttachStdout: true, AttachStderr: true });
+    await exec.start({ hijack: true, stdin: false }).catch(() => undefined);
+    const after = await waitFor('the engine to restart the server', async () => {
+      const r = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+      const h = r.body.data?.health;
+      return h !== null && h !== undefined && h.restarts >= 1 && h.status === 'running' ? r.body.data : undefined;
+    }, proc, 60_000);
+    expect(after.status).toBe('running');
+    // (the engine may publish another host port after a restart: the record follows, so read it again)
+    const again = await waitFor('a login after the restart', async () => {
+      const now = (await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders')).body.data;
+      const c = await mysql.createConnection({ uri: (now?.external_connection_string ?? '').replace('********', created.password), connectTimeout: 5_000 }).catch(() => undefined);
+      if (c === undefined) return undefined;
+      try {
+        const [rows] = await c.query('select v from kept');
+        return (rows as { v: string }[]).map((r) => r.v);
+      } finally {
+        await c.end();
+      }
+    }, proc, 60_000);
+    expect(again).toEqual(['before the crash']);
+  }, 300_000);
 });

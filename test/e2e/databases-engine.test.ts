@@ -2,9 +2,10 @@
 // API provisions a real server from the locally built image (this host reaches no registry, so
 // the configured official image falls back to `slipway-local/<type>:latest`), the official Node
 // client logs in with exactly the credentials the API returned, from the host through the
-// published port, and a container on the workspace network reaches it by its `host`; a wrong
-// password is refused; delete removes the container and the volume. Uses Docker Engine: run
-// under `flock /tmp/slipway-docker.lock`. The images come from `make db-images` (the test
+// published port, and a container on the workspace network reaches it by its `host` (with the
+// server's own CLI client, and with the official Node client and the returned connection_string,
+// as an app would); a wrong password is refused; delete removes the container and the volume.
+// Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`. The images come from `make db-images` (the test
 // suite's global setup builds them once and keeps them).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -18,15 +19,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseDetailView, DatabaseView } from '../../src/databases/databases.service.js';
 import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/databases/policy.js';
-import { DATABASE_LABEL, DatabaseWorker } from '../../src/databases/worker.js';
-import { systemClock } from '../../src/domain/clock.js';
+import { DATABASE_LABEL } from '../../src/databases/worker.js';
 import { instanceLabels } from '../../src/deploy/containers.js';
 import { LogCollector } from '../../src/logs/collector.js';
 import { LogWriter } from '../../src/logs/log-writer.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import { startDatabaseWorker } from '../factories/databases.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
-import { ensureBaseImage, ensureDatabaseImages, RUN_LABEL, testRunId } from '../factories/images.js';
+import { ensureBaseImage, ensureDatabaseImages, nodeClientImage, RUN_LABEL, testRunId } from '../factories/images.js';
 
 type Kind = 'postgresql' | 'mysql' | 'redis';
 
@@ -270,6 +271,9 @@ describe('managed databases on the engine (sqlite)', () => {
 
       // from a container on the workspace network, by the record's host name
       expect(await onNetwork(`slipway-local/${type}:latest`, clientCommand[type](created, password))).toContain(value);
+      // and as an app would: the official Node client in a container there, with exactly the returned connection_string
+      const fromNode = `from node ${randomBytes(4).toString('hex')}`;
+      expect(await onNetwork(await nodeClientImage(docker), ['/usr/local/bin/node', '/app/client.cjs', type, created.connection_string, fromNode])).toBe(`read: ${fromNode}`);
 
       // what the server printed is kept like an app's output
       const ready = { postgresql: 'database system is ready to accept connections', mysql: 'ready for connections', redis: 'Ready to accept connections' }[type];
@@ -306,17 +310,13 @@ describe('managed databases on the engine (sqlite)', () => {
     await new Promise((res) => setTimeout(res, 500));
     expect((await s.request<DatabaseView>('GET', `${base()}/${created.slug}`, { key: w.member.key })).body.data?.status).toBe('provisioning');
     // the next leader
-    const next = new DatabaseWorker({
-      store: s.store, clock: systemClock, ids: s.deps.ids, secrets: s.deps.secrets, runtime: engine.runtime,
-      policy: { ...databasePolicy(s.deps.platform), readyTimeoutMs: 120_000 },
-      labels: { 'slipway.instance': await instanceId(s.store) },
+    const next = await startDatabaseWorker(s, {
+      runtime: engine.runtime,
+      policy: { readyTimeoutMs: 120_000 },
       network: (ws) => engine.orchestrator.workspaceNetwork(ws),
-      upstreamMode: 'published',
       log: { info: () => undefined, warn: () => undefined, error: () => undefined },
-      pollMs: 200, reconcileEveryMs: 500,
+      reconcileEveryMs: 500,
     });
-    next.start();
-    s.services.databases.attach(next);
     try {
       const d = await settled(created.slug);
       expect(d.status, d.error ?? '').toBe('running');
@@ -360,19 +360,15 @@ describe('managed databases on the engine (sqlite)', () => {
     await rm(dir, { recursive: true, force: true });
     expect(built.status).toBe('succeeded');
     const logins: DatabaseAddress[] = [];
-    const workerWith = async (mongo: string) => new DatabaseWorker({
-      store: s.store, clock: systemClock, ids: s.deps.ids, secrets: s.deps.secrets, runtime: engine.runtime,
-      policy: { ...databasePolicy(s.deps.platform), images: { ...databasePolicy(s.deps.platform).images, mongo }, readyTimeoutMs: 3_000 },
-      labels: { 'slipway.instance': await instanceId(s.store) },
+    const workerWith = (mongo: string) => startDatabaseWorker(s, {
+      runtime: engine.runtime,
+      policy: { images: { ...databasePolicy(s.deps.platform).images, mongo }, readyTimeoutMs: 3_000 },
       network: (ws) => engine.orchestrator.workspaceNetwork(ws),
-      upstreamMode: 'published',
       log: { info: () => undefined, warn: () => undefined, error: () => undefined },
       login: (a) => { logins.push(a); return Promise.resolve(); },
-      pollMs: 200, reconcileEveryMs: 500,
+      reconcileEveryMs: 500,
     });
     let worker = await workerWith(standIn);
-    worker.start();
-    s.services.databases.attach(worker);
     try {
       const made = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'Docs Store', type: 'mongo' } });
       const created = made.body.data;
@@ -393,8 +389,6 @@ describe('managed databases on the engine (sqlite)', () => {
       // an image that is neither here nor pullable, and no local build of it: failed, saying why
       await worker.stop();
       worker = await workerWith('nowhere/mongo:0');
-      worker.start();
-      s.services.databases.attach(worker);
       const noImage = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'no image', type: 'mongo' } });
       const failed = await settled(noImage.body.data?.slug ?? '');
       expect(failed.status).toBe('failed');

@@ -109,7 +109,7 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
     expect(missing.body.error).toBe('The variable "OTHER_URL" references the database "nowhere", which does not exist in this workspace.');
     const badField = await add('OTHER_URL', '${{databases.app-data.secret}}');
     expect(badField.status).toBe(400);
-    expect(badField.body.error).toBe('The variable "OTHER_URL" references "${{databases.app-data.secret}}": a database reference ends in one of connection_string, host, port, username, password, database_name.');
+    expect(badField.body.error).toBe('The variable "OTHER_URL" references "${{databases.app-data.secret}}": a database reference ends in one of connection_string, host, port, username, password, database_name, key_prefix.');
     const bulk = await s.request('PUT', `${env}/bulk`, { key: w.member.key, body: { variables: { A: '${{databases.ghost.host}}' } } });
     expect(bulk.status).toBe(400);
     expect(bulk.body.error).toBe('"variables.A" references the database "ghost", which does not exist in this workspace.');
@@ -121,6 +121,39 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
     // a deploy that finds the database gone fails with a clear error
     await s.request('DELETE', `${base()}/app-data`, { key: w.member.key });
     await expect(s.services.envVars.resolvedFor(p.id)).rejects.toThrow('The variable "DATABASE_URL" references the database "app-data", which does not exist in this workspace. No container was started with it.');
+  });
+
+  it('on a shared server (--database-shared-<type>): names of its own there, the server\'s address, a key prefix for Redis, resolved by references too', async () => {
+    const shared = await startTestServer(kind, { platform: { databases: { shared: { redis: 'redis://admin:pw@cache.internal:6380', postgresql: 'postgresql://admin@pg.internal/postgres' } } } });
+    try {
+      const sw = await makeWorkspace(shared);
+      const r = await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'redis' } });
+      expect(r.status, r.text).toBe(202);
+      const d = r.body.data;
+      if (d === undefined) throw new Error('no record');
+      expect(d).toMatchObject({ provisioner: 'shared', status: 'provisioning', host: 'cache.internal', port: 6380, external_host: 'cache.internal', external_port: 6380, image: null, memory_mb: 0 });
+      expect(d.username).toMatch(/^sw[0-9a-f]{6}_sessions_[a-z0-9]{8}$/);
+      expect(d.key_prefix).toBe(`${d.username}:`);
+      expect(d.connection_string).toBe(`redis://${d.username}:${d.password}@cache.internal:6380/0`);
+      // the operator's administrative credentials are never shown
+      expect(r.text).not.toContain('admin');
+      const pgDb = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'postgresql' } })).body;
+      expect(pgDb.error).toBe('A database with the slug "sessions" already exists in this workspace.');
+      const main = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'main', type: 'postgresql' } })).body.data;
+      expect(main).toMatchObject({ provisioner: 'shared', host: 'pg.internal', port: 5432, key_prefix: null });
+      expect(main?.connection_string).toBe(`postgresql://${main?.username ?? ''}:${main?.password ?? ''}@pg.internal:5432/${main?.username ?? ''}`);
+      // other types still get a container each
+      const mysqlDb = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'shop', type: 'mysql' } })).body.data;
+      expect(mysqlDb).toMatchObject({ provisioner: 'container', host: 'shop.db', username: 'slipway', key_prefix: null });
+
+      const p = await makeProject(shared, sw);
+      const env = `/api/workspaces/${sw.slug}/projects/${p.slug}/env`;
+      expect((await shared.request('POST', env, { key: sw.member.key, body: { key: 'PREFIX', value: '${{databases.sessions.key_prefix}}' } })).status).toBe(201);
+      expect((await shared.request('POST', env, { key: sw.member.key, body: { key: 'NO_PREFIX', value: '[${{databases.main.key_prefix}}]' } })).status).toBe(201);
+      expect(await shared.services.envVars.resolvedFor(p.id)).toMatchObject({ PREFIX: `${d.username}:`, NO_PREFIX: '[]' });
+    } finally {
+      await shared.close();
+    }
   });
 
   it('marks a deleted database deleting (202) until the leader has removed its server; a workspace takes its databases with it', async () => {

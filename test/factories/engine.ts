@@ -8,16 +8,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { GitSource, type GitHubApp } from '../../src/build/index.js';
-import { databasePolicy, type DatabasePolicy } from '../../src/databases/policy.js';
-import { DatabaseWorker } from '../../src/databases/worker.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
+import type { DatabasePolicy } from '../../src/databases/policy.js';
+import type { DatabaseWorker } from '../../src/databases/worker.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchestrator.js';
-import { systemClock } from '../../src/domain/clock.js';
 import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type TestRepo } from './git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
+import { startDatabaseWorker } from './databases.js';
 import { ensureBaseImage } from './images.js';
 import { freePort } from './process.js';
 import type { StoreKind } from './stores.js';
@@ -83,23 +82,13 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   await orchestrator.start();
   let databases: DatabaseWorker | null = null;
   if (opts.databases !== undefined) {
-    databases = new DatabaseWorker({
-      store: s.store,
-      clock: systemClock,
-      ids: s.deps.ids,
-      secrets: s.deps.secrets,
+    databases = await startDatabaseWorker(s, {
+      policy: opts.databases,
       runtime,
-      policy: { ...databasePolicy(s.deps.platform), ...opts.databases },
-      labels: instanceLabels(instance),
       network: (ws) => orchestrator.workspaceNetwork(ws),
       upstreamMode: opts.tune?.upstreamMode ?? 'published',
-      logs: s.logStore,
-      log: opts.log ?? quiet,
-      pollMs: 200,
-      reconcileEveryMs: 1000,
+      ...(opts.log === undefined ? {} : { log: opts.log }),
     });
-    databases.start();
-    s.services.databases.attach(databases);
   }
   return {
     orchestrator,

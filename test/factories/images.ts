@@ -213,3 +213,55 @@ export async function teardown(): Promise<void> {
 export async function ensureDatabaseImages(): Promise<void> {
   await promisify(execFile)('bash', [new URL('../../scripts/ensure-db-images.sh', import.meta.url).pathname], { maxBuffer: 16 * 1024 * 1024 });
 }
+
+let nodeClients: Promise<string> | null = null;
+
+/**
+ * An image whose entrypoint is test/factories/node-db-client.ts with the official Node clients
+ * (`pg`, `mysql2`, `ioredis`) bundled in by esbuild, run by this machine's own Node binary on the
+ * locally built MariaDB image (a Debian root with the C++ runtime that binary needs). Built once
+ * per process, labelled with the run (removed by its teardown).
+ */
+export function nodeClientImage(docker: Docker = new Docker()): Promise<string> {
+  nodeClients ??= buildNodeClientImage(docker);
+  return nodeClients;
+}
+
+async function buildNodeClientImage(docker: Docker): Promise<string> {
+  const { build } = await import('esbuild');
+  const run = testRunId();
+  const tag = `slipway-test/node-clients:${run}`;
+  if (await exists(docker, tag)) return tag;
+  const dir = await mkdtemp(join(tmpdir(), 'slipway-node-clients-'));
+  try {
+    await build({
+      entryPoints: [new URL('./node-db-client.ts', import.meta.url).pathname],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      outfile: join(dir, 'client.cjs'),
+      // pg's optional native binding is never used
+      external: ['pg-native'],
+      logLevel: 'error',
+    });
+    await copyFile(process.execPath, join(dir, 'node'));
+    await chmod(join(dir, 'node'), 0o755);
+    await writeFile(
+      join(dir, 'Dockerfile'),
+      ['FROM slipway-local/mysql:latest', 'COPY node /usr/local/bin/node', 'COPY client.cjs /app/client.cjs', `LABEL ${RUN_LABEL}=${run}`, 'ENTRYPOINT ["/usr/local/bin/node", "/app/client.cjs"]', ''].join('\n'),
+    );
+    const stream = await docker.buildImage({ context: dir, src: ['Dockerfile', 'node', 'client.cjs'] }, { t: tag, labels: { [RUN_LABEL]: run } });
+    const output = await new Promise<unknown[]>((resolve, reject) => {
+      docker.modem.followProgress(stream, (err, out: unknown[]) => {
+        if (err === null) resolve(out);
+        else reject(err);
+      });
+    });
+    const failure = output.find((o): o is { error: string } => typeof o === 'object' && o !== null && 'error' in o);
+    if (failure !== undefined) throw new Error(`Building the Node client image failed: ${failure.error}`);
+    return tag;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

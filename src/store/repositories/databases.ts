@@ -32,6 +32,12 @@ export class DatabaseRepository extends Repository {
     return new Set((await this.db.selectFrom('databases').select('id').execute()).map((r) => r.id));
   }
 
+  /** The user names of every database of `type` on a shared server, in any status. */
+  async sharedNames(type: string): Promise<Set<string>> {
+    const rows = await this.db.selectFrom('databases').select('username').where('provisioner', '=', 'shared').where('type', '=', type).execute();
+    return new Set(rows.map((r) => r.username));
+  }
+
   /**
    * Changes the row only while its status is still `from` (a DELETE may have come meanwhile):
    * true when it did.

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { DATABASE_STATUSES, DATABASE_TYPES } from '../../../domain/database.js';
+import { DATABASE_PROVISIONERS, DATABASE_STATUSES, DATABASE_TYPES } from '../../../domain/database.js';
 import { authErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -13,18 +13,19 @@ const fields = {
     description: '`provisioning` until a real login with the credentials succeeded, then `running`; `failed` (see `error`); `deleting` while its server and data are removed.',
   }),
   error: Nullable(Type.String({ description: 'Why it failed, readable.' })),
-  provisioner: Type.String({ description: '`container`: a server of its own, with its own volume.' }),
-  image: Nullable(Type.String({ description: 'The image its server runs, once chosen.' })),
-  host: Type.String({ description: 'The name apps on the workspace network reach it by: `<slug>.db`.' }),
+  provisioner: StringEnum(DATABASE_PROVISIONERS, { description: '`container`: a server of its own, with its own volume; `shared`: a database and a user of its own on a server the operator runs (`--database-shared-<type>`).' }),
+  image: Nullable(Type.String({ description: 'The image its server runs, once chosen; null on a shared server.' })),
+  host: Type.String({ description: 'The name apps on the workspace network reach it by: `<slug>.db`; on a shared server, that server\'s host.' }),
   port: Type.Integer({ description: 'Its port on the workspace network.' }),
-  external_host: Nullable(Type.String({ description: 'Where the host reaches it (published port); null until running, or when publishing is off.' })),
+  external_host: Nullable(Type.String({ description: 'Where the host reaches it (published port); null until running, or when publishing is off; on a shared server, that server\'s address.' })),
   external_port: Nullable(Type.Integer()),
-  username: Type.String({ description: '`slipway` (`default` for Redis, whose password belongs to that user).' }),
+  username: Type.String({ description: '`slipway` (`default` for Redis, whose password belongs to that user); on a shared server, a name of its own (`sw…`).' }),
   password: Type.String({ description: 'In full only in the create response; `********` afterwards.' }),
-  database_name: Type.String({ description: 'The slug.' }),
+  database_name: Type.String({ description: 'The slug; on a shared server, the same name as its user.' }),
   connection_string: Type.String({ description: 'URL-style, for apps on the workspace network; the password masked after the create response.' }),
   external_connection_string: Nullable(Type.String({ description: 'The same through the published port, from the host.' })),
-  memory_mb: Type.Integer({ description: 'Memory limit of its server, MiB.' }),
+  key_prefix: Nullable(Type.String({ description: 'Redis on a shared server: every key and channel of this database starts with it (`<username>:`); null otherwise.' })),
+  memory_mb: Type.Integer({ description: 'Memory limit of its server, MiB; 0 on a shared server.' }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -48,7 +49,7 @@ export const DatabaseDetail = Type.Object(
         { additionalProperties: false },
       ),
       Type.Null(),
-    ], { description: 'Its server as the engine sees it; null without an engine or before its container exists.' }),
+    ], { description: 'Its server as the engine sees it; null without an engine, before its container exists, or on a shared server.' }),
     events: Type.Array(Type.Object({ at: Timestamp, message: Type.String() }, { additionalProperties: false }), {
       description: 'What happened to it, oldest first (the newest 50): provisioning, the image used, failures, recoveries.',
     }),

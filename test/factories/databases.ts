@@ -1,0 +1,54 @@
+// The leader's database worker of a test server, as `slipway serve` composes it (short poll and
+// reconcile periods, quiet logs). The engine factory starts one with `databases`; tests that
+// play a second leader, or provision only on shared servers, start their own.
+import Docker from 'dockerode';
+import { databasePolicy, type DatabasePolicy } from '../../src/databases/policy.js';
+import { sharedPrefix } from '../../src/databases/shared.js';
+import { DatabaseWorker, type DatabaseWorkerOptions } from '../../src/databases/worker.js';
+import { systemClock } from '../../src/domain/clock.js';
+import { instanceLabels } from '../../src/deploy/containers.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceId } from '../../src/store/db.js';
+import type { TestServer } from './harness.js';
+
+const quiet: DatabaseWorkerOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
+
+export interface TestDatabaseWorkerOptions {
+  /** the policy over the server's platform settings */
+  policy?: Partial<DatabasePolicy>;
+  /** the engine's runtime; default a plain Docker runtime (shared servers never use it) */
+  runtime?: DatabaseWorkerOptions['runtime'];
+  /** the workspace network (the engine's); default: none, for databases on shared servers only */
+  network?: DatabaseWorkerOptions['network'];
+  upstreamMode?: DatabaseWorkerOptions['upstreamMode'];
+  login?: DatabaseWorkerOptions['login'];
+  log?: DatabaseWorkerOptions['log'];
+  reconcileEveryMs?: number;
+  /** attached to the server's API, so that creates and deletes wake it (default yes) */
+  attach?: boolean;
+}
+
+/** Starts a database worker over `s`'s store; stop it with stop() (and attach(null) when it was attached). */
+export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorkerOptions = {}): Promise<DatabaseWorker> {
+  const instance = await instanceId(s.store);
+  const worker = new DatabaseWorker({
+    store: s.store,
+    clock: systemClock,
+    ids: s.deps.ids,
+    secrets: s.deps.secrets,
+    runtime: opts.runtime ?? new DockerRuntime({ docker: new Docker() }),
+    policy: { ...databasePolicy(s.deps.platform), ...opts.policy },
+    labels: instanceLabels(instance),
+    sharedPrefix: sharedPrefix(instance),
+    network: opts.network ?? (() => Promise.reject(new Error('this test worker has no engine network'))),
+    upstreamMode: opts.upstreamMode ?? 'published',
+    logs: s.logStore,
+    log: opts.log ?? quiet,
+    ...(opts.login === undefined ? {} : { login: opts.login }),
+    pollMs: 200,
+    reconcileEveryMs: opts.reconcileEveryMs ?? 1000,
+  });
+  worker.start();
+  if (opts.attach !== false) s.services.databases.attach(worker);
+  return worker;
+}
