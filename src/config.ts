@@ -78,6 +78,8 @@ export interface Config {
   githubApp: { id: string; privateKeyFile: string; apiUrl: string; clientId: string; clientSecret: string; webUrl: string } | null;
   baseImages: { node: string; go: string; python: string; static: string };
   databases: DatabasePolicy;
+  /** `--template-catalog`: a file of catalog entries besides the shipped ones; '' for none */
+  templateCatalog: string;
 }
 
 export interface AcmeConfig {
@@ -159,6 +161,7 @@ export const SETTINGS = [
   { flag: 'database-shared-mysql', env: 'SLIPWAY_DATABASE_SHARED_MYSQL', def: '', help: 'administrative URL of an existing MySQL or MariaDB server (`mysql://root:password@host:3306`, a user with CREATE USER and GRANT OPTION): mysql databases are then a database and a user of their own there; empty: containers' },
   { flag: 'database-shared-redis', env: 'SLIPWAY_DATABASE_SHARED_REDIS', def: '', help: 'administrative URL of an existing Redis 6.2+ server (`redis://default:password@host:6379`, a user allowed ACL): redis databases are then an ACL user limited to its own key prefix there; empty: containers' },
   { flag: 'database-shared-mongo', env: 'SLIPWAY_DATABASE_SHARED_MONGO', def: '', help: 'administrative URL of an existing MongoDB server (`mongodb://admin:password@host:27017/?authSource=admin`, with userAdminAnyDatabase): mongo databases are then a user in admin owning a database of its own there; empty: containers' },
+  { flag: 'template-catalog', env: 'SLIPWAY_TEMPLATE_CATALOG', def: '', help: 'a JSON file of template catalog entries (the schema of catalog/templates.json) added to the shipped catalog; an entry with a shipped key replaces it; every entry is checked at start; empty: the shipped catalog alone' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -403,6 +406,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
       readyTimeoutMs: wholeNumber('database-ready-timeout', 1, 3600) * 1000,
       shared: sharedServers(),
     },
+    templateCatalog: raw('template-catalog') === '' ? '' : resolve(cwd, raw('template-catalog')),
     baseImages: {
       node: raw('base-image-node'),
       go: raw('base-image-go'),

@@ -1,3 +1,4 @@
+import { Catalog, CatalogError, SHIPPED_CATALOG } from './templates/catalog.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from './build/index.js';
 import type { Config } from './config.js';
@@ -52,12 +53,23 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       invitationTokenInResponse: config.invitationTokenInResponse,
       logMaxBytesPerProject: config.logMaxBytesPerProject,
       databases: config.databases,
+      templates: loadCatalog(config),
     },
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
     // last: nothing after it can fail and leave it open. The caller closes it with the store.
     logs: openLogStore(store, sqliteLogFile(config.databaseUrl.replace(/^sqlite:/, ''))),
   };
+}
+
+/** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */
+function loadCatalog(config: Config): Catalog {
+  try {
+    return Catalog.load([SHIPPED_CATALOG, ...(config.templateCatalog === '' ? [] : [config.templateCatalog])]);
+  } catch (err) {
+    if (err instanceof CatalogError) throw new StartError(err.message);
+    throw err;
+  }
 }
 
 /** The GitHub App of `--github-app-*`: installation tokens, and (with the client id and secret) the link flow. */

@@ -1,3 +1,4 @@
+import type { Catalog } from './templates/catalog.js';
 import type { DatabasePolicy } from './databases/policy.js';
 import type { Clock, IdSource, Random } from './domain/clock.js';
 import type { LogStore } from './domain/logs.js';
@@ -28,6 +29,8 @@ export interface Platform {
   logMaxBytesPerProject?: number | null;
   /** managed databases: images, publishing, sizes (DEFAULT_DATABASE_POLICY where absent) */
   databases?: Partial<DatabasePolicy>;
+  /** the template catalog (the shipped one where absent) */
+  templates?: Catalog;
 }
 
 /** 1 GiB of messages per project (`--log-max-bytes-per-project`). */

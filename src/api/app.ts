@@ -20,6 +20,7 @@ import { liveLogRoutes } from './routes/logs/live-logs.routes.js';
 import type { LiveLogs } from '../logs/live.js';
 import { deploymentRoutes } from './routes/deployments/deployments.routes.js';
 import { databaseRoutes } from './routes/databases/databases.routes.js';
+import { templateRoutes } from './routes/templates/templates.routes.js';
 import { domainsRoutes } from './routes/domains/domains.routes.js';
 import { gitRoutes } from './routes/git/git.routes.js';
 import { githubRoutes } from './routes/github/github.routes.js';
@@ -175,6 +176,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(domainsRoutes, { services });
   await app.register(uptimeRoutes, { services });
   await app.register(databaseRoutes, { services });
+  await app.register(templateRoutes, { services });
   await app.register(logRoutes, { services });
   const llm =
     deps.llm === undefined || deps.llm === null

@@ -12,6 +12,7 @@ import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
 import { LogService } from '../logs/logs.service.js';
 import { UptimeService } from '../uptime/uptime.service.js';
+import { TemplateService } from '../templates/templates.service.js';
 import { ApiKeyService } from '../tenancy/api-keys.service.js';
 import type { Deps } from '../deps.js';
 import { InvitationService } from '../tenancy/invitations.service.js';
@@ -40,6 +41,7 @@ export interface Services {
   logs: LogService;
   /** managed databases; the leader's worker attaches itself to wake it */
   databases: DatabaseService;
+  templates: TemplateService;
 }
 
 /** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
@@ -52,24 +54,30 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
   const installations = new GitHubInstallationService(deps);
   const queue = new DeployQueue(deps, LEASE_MS);
   const engine = new EngineHandle();
+  const projects = new ProjectService(deps, () => engine);
+  const git = new GitService(deps);
+  const deploys = new DeployService(deps, queue, wallets, engine);
+  const envVars = new EnvService(deps);
+  const databases = new DatabaseService(deps, wallets, engine);
   return {
     apiKeys,
     workspaces: new WorkspaceService(deps),
     members: new MemberService(deps),
     invitations: new InvitationService(deps, apiKeys),
     wallets,
-    projects: new ProjectService(deps, () => engine),
+    projects,
     installations,
-    git: new GitService(deps),
+    git,
     deployments: new DeploymentService(deps),
     buildLog: new BuildLog(deps, onLogsStored),
     queue,
-    deploys: new DeployService(deps, queue, wallets, engine),
+    deploys,
     engine,
-    envVars: new EnvService(deps),
+    envVars,
     domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
     uptime: new UptimeService(deps),
     logs: new LogService(deps),
-    databases: new DatabaseService(deps, wallets, engine),
+    databases,
+    templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
   };
 }

@@ -18,7 +18,7 @@ import type { Engine } from '../domain/ports.js';
 import { slugify } from '../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
-import type { DatabaseRow } from '../store/repositories/index.js';
+import type { DatabaseRow, Repositories } from '../store/repositories/index.js';
 import type { Access } from '../tenancy/context.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
@@ -97,10 +97,26 @@ export class DatabaseService {
   }
 
   async create(access: Access, input: { name: string; type: string }): Promise<DatabaseView> {
+    const { row, password } = await this.prepare(access, input, null);
+    await this.wallets.requireFunds(access.workspace.id);
+    try {
+      await this.deps.store.transaction((tx) => this.insert(tx, row));
+    } catch (err) {
+      throw this.taken(err, row);
+    }
+    this.work.wake();
+    return databaseView(row, password);
+  }
+
+  /**
+   * A new database's record and its password, not stored yet: `insert` stores it (in the
+   * caller's transaction, e.g. a template instance's), then `wake()` starts its provisioning.
+   * `owner`: the template instance it belongs to.
+   */
+  async prepare(access: Access, input: { name: string; type: string }, owner: string | null): Promise<{ row: DatabaseRow; password: string }> {
     if (!isDatabaseType(input.type)) throw invalid(`"type" must be one of ${DATABASE_TYPES.join(', ')}.`);
     const slug = slugify(input.name);
     if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
-    await this.wallets.requireFunds(access.workspace.id);
     const type = input.type;
     const policy = databasePolicy(this.deps.platform);
     const id = this.deps.ids.id();
@@ -124,6 +140,7 @@ export class DatabaseService {
       password: this.deps.secrets.seal(password, passwordContext(id)),
       database_name: databaseName(type, slug),
       memory_mb: policy.memoryMb,
+      owner_project_id: owner,
       created_at: now,
       updated_at: now,
     };
@@ -135,17 +152,33 @@ export class DatabaseService {
       const name = sharedTenantName(await this.sharedPrefix(), slug, (n) => this.deps.random.bytes(n));
       Object.assign(row, { provisioner: 'shared', host, port, external_host: host, external_port: port, username: name, database_name: name, memory_mb: 0 });
     }
-    try {
-      await this.deps.store.transaction(async (tx) => {
-        await tx.databases.insert(row);
-        await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: id, at: now, message: `Created; a ${type} server is being provisioned.` });
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`A database with the slug "${slug}" already exists in this workspace.`);
-      throw err;
-    }
+    return { row, password };
+  }
+
+  /** Stores a prepared database with its first event. */
+  async insert(tx: Repositories, row: DatabaseRow): Promise<void> {
+    await tx.databases.insert(row);
+    await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: row.created_at, message: `Created; a ${row.type} server is being provisioned.` });
+  }
+
+  /** The 409 of a slug taken in the workspace, for an insert that failed with `err`. */
+  taken(err: unknown, row: Pick<DatabaseRow, 'slug'>): unknown {
+    return isUniqueViolation(err) ? conflict(`A database with the slug "${row.slug}" already exists in this workspace.`) : err;
+  }
+
+  /** Tells the leader's worker there is work (after a transaction that stored prepared databases). */
+  wake(): void {
     this.work.wake();
-    return databaseView(row, password);
+  }
+
+  /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
+  async deleteOwnedBy(tx: Repositories, owner: string): Promise<void> {
+    const now = iso(this.deps.clock.now());
+    for (const row of await tx.databases.ownedBy(owner)) {
+      if (row.status === 'deleting') continue;
+      await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
+      await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting with its template instance: its server and its data are being removed.' });
+    }
   }
 
   async list(access: Access): Promise<DatabaseView[]> {

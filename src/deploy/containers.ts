@@ -1,6 +1,6 @@
 import type { Clock } from '../domain/clock.js';
 import type { Pod } from '../domain/ports.js';
-import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Owner, type Runtime } from '../domain/runtime.js';
+import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Mount, type Owner, type Runtime } from '../domain/runtime.js';
 import { UnusableEnvError, type EnvService } from '../env/env.service.js';
 import type { ProjectRow } from '../projects/resolve.js';
 import { ramBytes } from '../projects/resources.js';
@@ -18,6 +18,9 @@ import { DeployFailure } from './failure.js';
 export const INSTANCE_LABEL = 'slipway.instance';
 /** On images: the project that built them, for retention (a busy project keeps all of its). */
 export const PROJECT_LABEL = 'slipway.image.project';
+
+/** The named volume of a template instance's `n`th data path. */
+export const projectVolumeName = (projectId: string, n: number): string => `slipway-vol-${projectId}-${n.toString()}`;
 
 export type UpstreamMode = 'published' | 'network';
 
@@ -111,7 +114,9 @@ export class InstanceContainers {
    * taken meanwhile gives way to one the engine picks.
    */
   async start(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string, hostPort?: number): Promise<ContainerInfo> {
+    const mounts = await this.volumesOf(project);
     const spec = {
+      ...(mounts.length === 0 ? {} : { mounts }),
       name,
       image,
       env,
@@ -135,6 +140,22 @@ export class InstanceContainers {
       }
     }
     return this.o.runtime.run(spec);
+  }
+
+  /**
+   * A template instance's data paths, each on its named volume `slipway-vol-<project id>-<n>`
+   * (created on first use, kept across deploys, removed by the reconciler once the instance is gone).
+   */
+  private async volumesOf(project: ProjectRow): Promise<Mount[]> {
+    if (project.volumes === null) return [];
+    const paths = JSON.parse(project.volumes) as string[];
+    const mounts: Mount[] = [];
+    for (const [i, path] of paths.entries()) {
+      const volume = projectVolumeName(project.id, i);
+      await this.o.runtime.ensureVolume({ name: volume, workspace: project.workspace_id, labels: { ...this.labels, [PROJECT_LABEL]: project.id } });
+      mounts.push({ volume, path });
+    }
+    return mounts;
   }
 
   async remove(selector: { project: string; deployment?: string }): Promise<void> {

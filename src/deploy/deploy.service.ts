@@ -2,7 +2,7 @@ import type { WalletService } from '../billing/wallet.service.js';
 import { iso } from '../domain/clock.js';
 import { AppError, conflict, invalid, notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
-import { resolveProject, type ProjectRow } from '../projects/resolve.js';
+import { resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
@@ -48,7 +48,7 @@ export class DeployService {
     private readonly engine: Engine,
   ) {}
 
-  async deploy(access: Access, projectSlug: string, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<DeploymentView> {
+  async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const git = await this.deps.store.repos.gitConnections.of(project.id);
     if (git === undefined) throw invalid('Connect a Git repository to the project (POST …/git) before deploying it.');
@@ -56,8 +56,23 @@ export class DeployService {
     return this.enqueue({ projectId: project.id, source: 'git', branch: input.branch ?? git.branch, commitSha: input.commit_sha ?? null });
   }
 
+  /** A template instance's catalog image, without a build (pulled by the engine when it is not there). */
+  async deployImage(access: Access, projectSlug: ProjectRef, image: string): Promise<DeploymentView> {
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    await this.wallets.requireFunds(project.workspace_id);
+    return this.enqueue({ projectId: project.id, source: 'template', image, commitMessage: `template image ${image}` });
+  }
+
+  /** Stops what the project serves now (a template instance's `POST …/stop`); 409 when nothing runs. */
+  async stopServing(access: Access, projectSlug: ProjectRef): Promise<DeploymentView> {
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const current = await this.deps.store.repos.deployments.serving(project.id);
+    if (current?.status !== 'running') throw conflict('Nothing of it is running: there is nothing to stop.');
+    return this.stop(access, projectSlug, current.id);
+  }
+
   /** The current image again, without a build. */
-  async redeploy(access: Access, projectSlug: string): Promise<DeploymentView> {
+  async redeploy(access: Access, projectSlug: ProjectRef): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
@@ -69,7 +84,7 @@ export class DeployService {
    * replicas, cpu or ram changed: a running project takes the new size at once, by a rolling
    * redeploy of its current image (a project that does not run takes it on its next deploy).
    */
-  async resized(access: Access, projectSlug: string): Promise<void> {
+  async resized(access: Access, projectSlug: ProjectRef): Promise<void> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) return;
@@ -82,7 +97,7 @@ export class DeployService {
   }
 
   /** A new deployment of an earlier deployment's image. */
-  async rollback(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
+  async rollback(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.image === null) {
@@ -92,7 +107,7 @@ export class DeployService {
     return this.enqueue({ projectId: project.id, source: 'rollback', image: target.image, branch: target.branch, commitSha: target.commit_sha, commitMessage: target.commit_message });
   }
 
-  async stop(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
+  async stop(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.status !== 'running') throw conflict(`Only a running deployment can be stopped; this one is ${target.status}.`);
@@ -105,7 +120,7 @@ export class DeployService {
     return deploymentView(stopped);
   }
 
-  async restart(access: Access, projectSlug: string): Promise<ProjectRow> {
+  async restart(access: Access, projectSlug: ProjectRef): Promise<ProjectRow> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');

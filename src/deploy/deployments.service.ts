@@ -1,6 +1,6 @@
 import { notFound } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
-import { resolveProject } from '../projects/resolve.js';
+import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { Access } from '../tenancy/context.js';
 
@@ -16,14 +16,14 @@ export class DeploymentService {
   constructor(private readonly deps: Deps) {}
 
   /** Newest first. */
-  async list(access: Access, projectSlug: string, page: number, limit: number): Promise<DeploymentPage> {
+  async list(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<DeploymentPage> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const [rows, total] = await Promise.all([repos.deployments.page(project.id, limit, (page - 1) * limit), repos.deployments.count(project.id)]);
     return { deployments: rows.map(deploymentView), total, page, limit };
   }
 
-  async get(access: Access, projectSlug: string, id: string): Promise<DeploymentView> {
+  async get(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.deployments.find(project.id, id);

@@ -4,7 +4,7 @@ import type { ProjectRow } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
 import type { Store } from '../store/db.js';
 import type { DeploymentRow } from '../store/schema.js';
-import type { EngineLog, InstanceContainers } from './containers.js';
+import { PROJECT_LABEL, type EngineLog, type InstanceContainers } from './containers.js';
 import { INTERRUPTED } from './failure.js';
 import type { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from './queue.js';
@@ -85,12 +85,27 @@ export class Reconciler {
         });
       }
     }
+    await this.step('removing the volumes of deleted template instances', () => this.sweepVolumes());
     await this.step('running the restarts a standby recorded', () => this.restartRequested());
     // A failed route sync is logged by the routing queue ('router update failed').
     await this.o.routing.sync().catch(() => undefined);
     if (retention.due()) {
       await this.step('removing unneeded images', () => retention.sweepImages());
       await this.step('removing the networks of deleted workspaces', () => retention.sweepNetworks());
+    }
+  }
+
+  /** The data volumes of template instances that no longer exist, once no container uses them (the orphans went first). */
+  private async sweepVolumes(): Promise<void> {
+    const { runtime, store, containers } = this.o;
+    for (const v of await runtime.listVolumes({ labels: containers.labels })) {
+      const project = v.labels[PROJECT_LABEL];
+      if (project === undefined || (await store.repos.projects.byId(project)) !== undefined) continue;
+      try {
+        if (await runtime.removeVolume(v.name)) this.o.log.info({ volume: v.name }, 'removed the data volume of a deleted template instance');
+      } catch (err) {
+        this.complain(`volume:${v.name}`, { err, volume: v.name }, 'the data volume of a deleted template instance could not be removed yet');
+      }
     }
   }
 

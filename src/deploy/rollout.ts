@@ -82,6 +82,9 @@ export class Rollout {
         const built = await this.o.builder.build(d, project, owner, say, AbortSignal.any([lost.signal, this.o.interrupted]));
         image = built.image;
         commit = built.commit;
+      } else if (d.source === 'template') {
+        // a catalog image: here already, or pulled from its registry now
+        await this.ensureImage(image, say);
       } else {
         say(`Reusing image ${image} (${d.source}); no build.`);
       }
@@ -149,6 +152,21 @@ export class Rollout {
       await refreshProjectStatus(repos, d.project_id, iso(clock.now())).catch(() => undefined);
       buildLog.forget(d.id);
     }
+  }
+
+  /** A template's image, pulled when the engine does not have it; a DeployFailure saying why when it cannot be had. */
+  private async ensureImage(image: string, say: (line: string) => void): Promise<void> {
+    if ((await this.o.runtime.inspectImage(image)) !== null) {
+      say(`Using the image ${image}; no build.`);
+      return;
+    }
+    say(`Pulling ${image}.`);
+    try {
+      await this.o.runtime.pull(image, { timeoutMs: 15 * 60_000 });
+    } catch (err) {
+      throw new DeployFailure(`The image ${image} is not on this host and cannot be pulled: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    say(`Pulled ${image}.`);
   }
 
   /** A rolling restart: each container is replaced by a fresh one that answers before the old goes. */

@@ -22,4 +22,13 @@ export interface ProjectRecord {
   updated_at: string;
   /** the default host is `<host_label>.<apps domain>`; unique platform-wide (`<project>-<workspace>` when the project was made) */
   host_label: string;
+  /** `project`, or `template`: an instance of a catalog entry (docs/templates.md), served by the template routes */
+  kind: ProjectKind;
+  /** an instance's catalog key; null for projects */
+  template_name: string | null;
+  /** an instance's data paths, JSON array of container paths (a named volume each); null: none */
+  volumes: string | null;
 }
+
+export const PROJECT_KINDS = ['project', 'template'] as const;
+export type ProjectKind = (typeof PROJECT_KINDS)[number];

@@ -307,6 +307,8 @@ export interface Runtime {
   ensureVolume(spec: VolumeSpec): Promise<void>;
   /** Removes a volume no container uses; false when absent. */
   removeVolume(name: string): Promise<boolean>;
+  /** The named volumes whose labels include `labels`, with all their labels. */
+  listVolumes(selector: { labels: Labels }): Promise<{ name: string; labels: Labels }[]>;
   /** Bytes the volume holds on the engine's disk; null when the engine does not say or the volume is absent. */
   volumeSize(name: string): Promise<number | null>;
 

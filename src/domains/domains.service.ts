@@ -4,7 +4,7 @@ import { iso } from '../domain/clock.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { everyInterval } from '../domain/periodic.js';
 import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js';
-import { resolveProject } from '../projects/resolve.js';
+import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { DomainsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
@@ -89,7 +89,7 @@ export class DomainService {
     this.proof = new OwnershipProof(this.policy);
   }
 
-  async list(access: Access, projectSlug: string): Promise<DomainView[]> {
+  async list(access: Access, projectSlug: ProjectRef): Promise<DomainView[]> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return (await this.deps.store.repos.domains.list(project.id)).map(domainView);
   }
@@ -101,7 +101,7 @@ export class DomainService {
    * nor the project holding the name, which may be someone else's. With verification on, the
    * proof is tried at once; the route follows only a verified name.
    */
-  async add(access: Access, projectSlug: string, input: { domain: string }): Promise<DomainView> {
+  async add(access: Access, projectSlug: ProjectRef, input: { domain: string }): Promise<DomainView> {
     const domain = parseHostName(input.domain, this.deps.platform.appsDomain);
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const trusted = this.policy.verification === 'off';
@@ -141,7 +141,7 @@ export class DomainService {
    * Asks DNS again for one pending domain (after its TXT record was published). Answers the
    * record, verified or still pending; 409 when another project proved the name first.
    */
-  async verify(access: Access, projectSlug: string, domainId: string): Promise<DomainView> {
+  async verify(access: Access, projectSlug: ProjectRef, domainId: string): Promise<DomainView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.find(project.id, domainId);
@@ -157,7 +157,7 @@ export class DomainService {
   }
 
   /** One statement, so that of two concurrent removals only one answers the domain. */
-  async remove(access: Access, projectSlug: string, domainId: string): Promise<DomainView> {
+  async remove(access: Access, projectSlug: ProjectRef, domainId: string): Promise<DomainView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.remove(project.id, domainId);

@@ -3,7 +3,7 @@ import { conflict, invalid, notFound } from '../domain/errors.js';
 import { passwordContext } from '../databases/policy.js';
 import { referenceProblem, resolveReferences } from '../databases/references.js';
 import type { Deps } from '../deps.js';
-import { resolveProject, type ProjectRow } from '../projects/resolve.js';
+import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../store/repositories/index.js';
 import type { EnvVarsTable } from '../store/schema.js';
@@ -30,6 +30,9 @@ export class UnreadableSecretError extends UnusableEnvError {
 }
 
 /** A name a POSIX shell accepts: a letter or underscore, then letters, digits and underscores. */
+/** `${url}` and `${domain}` in a template instance's values: its address at each deploy. */
+const ADDRESS = /\$\{(url|domain)\}/g;
+
 export const ENV_KEY_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
 export const MAX_ENV_KEY_LENGTH = 256;
 export { MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env-rules.js';
@@ -87,14 +90,14 @@ function checkTotal(vars: Iterable<readonly [string, string]>): void {
 export class EnvService {
   constructor(private readonly deps: Deps) {}
 
-  async list(access: Access, projectSlug: string): Promise<EnvVarView[]> {
+  async list(access: Access, projectSlug: ProjectRef): Promise<EnvVarView[]> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return (await this.rowsOf(this.deps.store.repos, project.id)).map(envView);
   }
 
   async create(
     access: Access,
-    projectSlug: string,
+    projectSlug: ProjectRef,
     input: { key: string; value: string; is_secret?: boolean | undefined },
   ): Promise<EnvVarView> {
     checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
@@ -129,7 +132,7 @@ export class EnvService {
    */
   async update(
     access: Access,
-    projectSlug: string,
+    projectSlug: ProjectRef,
     envId: string,
     input: { value?: string | undefined; is_secret?: boolean | undefined },
   ): Promise<EnvVarView> {
@@ -161,9 +164,59 @@ export class EnvService {
     });
   }
 
-  async remove(access: Access, projectSlug: string, envId: string): Promise<EnvVarView> {
+  async remove(access: Access, projectSlug: ProjectRef, envId: string): Promise<EnvVarView> {
     return this.write(access, projectSlug, async (tx, project) => {
       const row = await this.find(tx, project.id, envId);
+      await tx.env.delete(row.id);
+      return envView(row);
+    });
+  }
+
+  /**
+   * A template instance's `POST …/envs`: each `{key, value, is_secret?}` is set (created, or its
+   * value replaced; an existing variable keeps its secrecy unless `is_secret` says otherwise), in
+   * one transaction; answers every variable of the instance.
+   */
+  async setMany(access: Access, projectSlug: ProjectRef, items: readonly { key: string; value: string; is_secret?: boolean | undefined }[]): Promise<EnvVarView[]> {
+    const keys = new Set<string>();
+    for (const [i, item] of items.entries()) {
+      checkValue(`"${i.toString()}.value"`, `"value" of the variable "${item.key}"`, item.value);
+      if (keys.has(item.key)) throw invalid(`The variable "${item.key}" is given twice.`);
+      keys.add(item.key);
+    }
+    return this.write(access, projectSlug, async (tx, project) => {
+      const existing = new Map((await this.rowsOf(tx, project.id)).map((r) => [r.key, r]));
+      await this.checkReferences(tx, project.workspace_id, items.map((i) => [i.key, i.value] as const));
+      const after = new Map([...existing].map(([key, row]) => [key, this.plaintext(project.id, row) ?? row.value]));
+      for (const item of items) after.set(item.key, item.value);
+      checkTotal(after);
+      const now = iso(this.deps.clock.now());
+      for (const item of items) {
+        const row = existing.get(item.key);
+        const secret = item.is_secret ?? row?.is_secret === 1;
+        const value = secret ? this.seal(project.id, item.key, item.value) : item.value;
+        if (row === undefined) {
+          await tx.env.insert({ id: this.deps.ids.id(), project_id: project.id, key: item.key, value, is_secret: secret ? 1 : 0, created_at: now, updated_at: now });
+        } else {
+          await tx.env.update(row.id, { value, is_secret: secret ? 1 : 0, updated_at: now });
+        }
+      }
+      return (await this.rowsOf(tx, project.id)).map(envView);
+    });
+  }
+
+  /** A new template instance's first variables, in its creating transaction (values checked by the catalog). */
+  async insertInitial(tx: Repositories, projectId: string, vars: readonly { key: string; value: string; secret: boolean }[]): Promise<void> {
+    if (vars.length === 0) return;
+    const now = iso(this.deps.clock.now());
+    await tx.env.insert(vars.map((v) => ({ id: this.deps.ids.id(), project_id: projectId, key: v.key, value: v.secret ? this.seal(projectId, v.key, v.value) : v.value, is_secret: v.secret ? 1 : 0, created_at: now, updated_at: now })));
+  }
+
+  /** Removes the variable named `key` (a template instance's `DELETE …/envs/:key`). */
+  async removeKey(access: Access, projectSlug: ProjectRef, key: string): Promise<EnvVarView> {
+    return this.write(access, projectSlug, async (tx, project) => {
+      const row = (await this.rowsOf(tx, project.id)).find((r) => r.key === key);
+      if (row === undefined) throw notFound('Variable');
       await tx.env.delete(row.id);
       return envView(row);
     });
@@ -176,7 +229,7 @@ export class EnvService {
    */
   async bulk(
     access: Access,
-    projectSlug: string,
+    projectSlug: ProjectRef,
     input: { variables: Record<string, string>; merge?: boolean | undefined },
   ): Promise<BulkCounts> {
     // The schema has checked the names and the count.
@@ -223,6 +276,7 @@ export class EnvService {
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
     const rows = await this.rowsOf(this.deps.store.repos, projectId);
     const databases = rows.some((row) => row.value.includes('${{') || row.is_secret === 1) ? await this.databasesOf(projectId) : new Map<string, DatabaseRow>();
+    const address = await this.addressOf(projectId);
     const resolved = Object.fromEntries(
       rows.map((row) => {
         const stored = this.plaintext(projectId, row);
@@ -233,6 +287,7 @@ export class EnvService {
         } catch (err) {
           throw new UnusableEnvError(`${err instanceof Error ? err.message : String(err)} No container was started with it.`);
         }
+        if (address !== null) value = value.replace(ADDRESS, (_m, which: string) => (which === 'url' ? address.url : address.domain));
         const problem = envValueProblem(`The value of the variable "${row.key}"`, `The value of the variable "${row.key}"`, value);
         if (problem !== null) throw new UnusableEnvError(`${problem} Give it a new value; no container was started with it.`);
         return [row.key, value];
@@ -241,6 +296,18 @@ export class EnvService {
     const total = envTotalProblem(Object.entries(resolved));
     if (total !== null) throw new UnusableEnvError(`${total} Remove or shorten some; no container was started with them.`);
     return resolved;
+  }
+
+  /**
+   * A template instance's `${domain}` and `${url}` (docs/templates.md#values): its first verified
+   * custom domain, else its default one, as it is now; null for a project, where they stay as written.
+   */
+  private async addressOf(projectId: string): Promise<{ domain: string; url: string } | null> {
+    const project = await this.deps.store.repos.projects.byId(projectId);
+    if (project?.kind !== 'template') return null;
+    const custom = (await this.deps.store.repos.domains.list(projectId)).find((d) => d.verified === 1);
+    const domain = custom?.domain ?? defaultDomain(project, this.deps.platform.appsDomain);
+    return { domain, url: defaultUrl(domain, this.deps.platform.routerPort) };
   }
 
   /** The opened values of the project's secret variables: what the log analyzer redacts before asking a model. */
@@ -257,7 +324,7 @@ export class EnvService {
    * set no one changes meanwhile. PostgreSQL needs the row lock (NO KEY UPDATE, which does not
    * block inserts elsewhere that reference the project); SQLite runs one writer at a time.
    */
-  private write<T>(access: Access, projectSlug: string, fn: (tx: Repositories, project: ProjectRow) => Promise<T>): Promise<T> {
+  private write<T>(access: Access, projectSlug: ProjectRef, fn: (tx: Repositories, project: ProjectRow) => Promise<T>): Promise<T> {
     return this.deps.store.transaction(async (tx) => {
       const project = await resolveProject(tx, access, projectSlug);
       await tx.projects.lock(project.id, { noKey: true });

@@ -2,7 +2,7 @@ import { invalid } from '../domain/errors.js';
 import type { LogStore } from '../domain/logs.js';
 import type { Deps } from '../deps.js';
 import type { EnvService } from '../env/env.service.js';
-import { resolveProject } from '../projects/resolve.js';
+import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Access } from '../tenancy/context.js';
 import { analyze, type Analysis } from './analyzer.js';
 import type { LlmAnalyzer } from './llm.js';
@@ -25,7 +25,7 @@ export class LogAnalysisService {
     private readonly llm: LlmAnalyzer | undefined,
   ) {}
 
-  async analyze(access: Access, projectSlug: string, logs: string | undefined): Promise<Analysis> {
+  async analyze(access: Access, projectSlug: ProjectRef, logs: string | undefined): Promise<Analysis> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     if (logs !== undefined && Buffer.byteLength(logs, 'utf8') > MAX_ANALYZE_BYTES) {
       throw invalid(`"logs" must be at most ${String(MAX_ANALYZE_BYTES)} bytes (1 MiB) of text.`);

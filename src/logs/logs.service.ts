@@ -5,7 +5,7 @@ import { invalid, notFound } from '../domain/errors.js';
 import { everyInterval } from '../domain/periodic.js';
 import type { LogDirection, LogEntry, LogFilter, LogStreamKind, RetentionResult } from '../domain/logs.js';
 import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
-import { resolveProject } from '../projects/resolve.js';
+import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Access } from '../tenancy/context.js';
 import { parseSettings } from '../tenancy/views.js';
 
@@ -111,7 +111,7 @@ export class LogService {
    * One page. The parameters are checked before the project is looked up (docs/api.md#errors).
    * `deployment_id` only narrows: an id that is no deployment of this project matches nothing.
    */
-  async query(access: Access, projectSlug: string, input: LogQueryInput): Promise<LogPageView> {
+  async query(access: Access, projectSlug: ProjectRef, input: LogQueryInput): Promise<LogPageView> {
     const filter = this.filter(input);
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return this.page(project.id, filter, input);
@@ -138,7 +138,7 @@ export class LogService {
    * bottom). Each store page becomes one NDJSON chunk only when gzip asks for more, so memory
    * stays constant whatever the size; lines stored while it runs may be included.
    */
-  async download(access: Access, projectSlug: string, input: LogFilterInput): Promise<LogDownload> {
+  async download(access: Access, projectSlug: ProjectRef, input: LogFilterInput): Promise<LogDownload> {
     const filter = { ...this.filter(input), direction: input.direction ?? 'asc' };
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const stamp = this.deps.clock.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
@@ -157,7 +157,7 @@ export class LogService {
     };
   }
 
-  async usage(access: Access, projectSlug: string): Promise<LogUsageView> {
+  async usage(access: Access, projectSlug: ProjectRef): Promise<LogUsageView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const u = await this.deps.logs.usage(project.id);
     return {

@@ -5,7 +5,7 @@ import { checkConnectionInstallation } from '../github/installations.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { GitConnectionsTable } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
-import { resolveProject } from './resolve.js';
+import { resolveProject, type ProjectRef } from './resolve.js';
 import { gitView, webhookUrl, type GitView } from './views.js';
 
 export interface GitInput {
@@ -49,7 +49,7 @@ export const GIT_DEFAULTS = { branch: 'main', installation_id: 0, auto_deploy: t
 export class GitService {
   constructor(private readonly deps: Deps) {}
 
-  async connect(access: Access, projectSlug: string, input: GitInput): Promise<NewGitView> {
+  async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     // an installation of this workspace's only, covering the repository (item 3 of issue 9)
     await checkConnectionInstallation(this.deps, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
@@ -78,7 +78,7 @@ export class GitService {
     return { ...gitView(row, this.deps.platform), webhook_secret: secret };
   }
 
-  async update(access: Access, projectSlug: string, patch: GitPatch): Promise<GitView> {
+  async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -103,7 +103,7 @@ export class GitService {
     return gitView(next, this.deps.platform);
   }
 
-  async disconnect(access: Access, projectSlug: string): Promise<GitView> {
+  async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -117,7 +117,7 @@ export class GitService {
    * once. A connection made before per-connection secrets gets its first one (and its webhook
    * id, if it somehow has none) here.
    */
-  async rotateWebhookSecret(access: Access, projectSlug: string): Promise<WebhookSecretView> {
+  async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<WebhookSecretView> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);

@@ -4,11 +4,12 @@ import type { Engine } from '../domain/ports.js';
 import { slugify } from '../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
-import type { ProjectsTable } from '../store/schema.js';
+import type { ProjectRecord } from '../domain/project.js';
 import type { Access } from '../tenancy/context.js';
+import type { Repositories } from '../store/repositories/index.js';
 import { holdProjectRoom } from '../tenancy/limits.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
-import { defaultDomain, defaultHostLabel, resolveProject } from './resolve.js';
+import { defaultDomain, defaultHostLabel, resolveProject, type ProjectRef } from './resolve.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
 
 export interface ProjectInput {
@@ -22,7 +23,7 @@ export interface ProjectInput {
 export type ProjectPatch = Partial<ProjectInput>;
 
 export interface StatusView {
-  project: { slug: string; status: ProjectsTable['status'] };
+  project: { slug: string; status: ProjectRecord['status'] };
   pods: { ready: number; total: number; items: { name: string; status: string; restarts: number; age: string }[] };
   resources: { cpu: { used: string; limit: string }; memory: { used: string; limit: string } };
   latestDeployment: { id: string; status: string; created_at: string } | null;
@@ -47,6 +48,21 @@ export class ProjectService {
   ) {}
 
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
+    const row = await this.insert(access, input, { kind: 'project', template_name: null, volumes: null });
+    return projectView(row, access.workspace.slug, this.deps.platform, undefined);
+  }
+
+  /**
+   * A new project or template instance (`kind`): sizes and name checked, the workspace's
+   * project limit held, slug and default host unique (409 naming which). `also` runs in the same
+   * transaction (an instance's variables and databases).
+   */
+  async insert(
+    access: Access,
+    input: ProjectInput,
+    kind: Pick<ProjectRecord, 'kind' | 'template_name' | 'volumes'>,
+    also?: (tx: Repositories, row: ProjectRecord) => Promise<void>,
+  ): Promise<ProjectRecord> {
     checkSizes(input);
     const slug = slugify(input.name);
     if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
@@ -56,7 +72,7 @@ export class ProjectService {
       throw invalid(`"name" is too long: its slug "${slug}" must have at most ${room.toString()} characters in this workspace, to fit the default domain.`);
     }
     const now = iso(this.deps.clock.now());
-    const row: ProjectsTable = {
+    const row: ProjectRecord = {
       id: this.deps.ids.id(),
       workspace_id: access.workspace.id,
       name: input.name,
@@ -69,18 +85,20 @@ export class ProjectService {
       created_at: now,
       updated_at: now,
       host_label: defaultHostLabel(slug, access.workspace.slug),
+      ...kind,
     };
     try {
-      // `--max-projects-per-workspace`: counted and inserted in one transaction
+      // `--max-projects-per-workspace` (instances count too): counted and inserted in one transaction
       await this.deps.store.transaction(async (tx) => {
         await holdProjectRoom(this.deps, tx, access.workspace.id);
         await tx.projects.insert(row);
+        await also?.(tx, row);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw await this.takenName(access, row);
       throw err;
     }
-    return projectView(row, access.workspace.slug, this.deps.platform, undefined);
+    return row;
   }
 
   /**
@@ -88,9 +106,9 @@ export class ProjectService {
    * the platform (`shop-api` in `alpha` and `shop` in `api-alpha` would share one). The second
    * names neither the workspace nor the project that holds the host.
    */
-  private async takenName(access: Access, row: ProjectsTable): Promise<Error> {
+  private async takenName(access: Access, row: ProjectRecord): Promise<Error> {
     const same = await this.deps.store.repos.projects.inWorkspace(access.workspace.id, row.slug);
-    if (same !== undefined) return conflict(`A project with slug "${row.slug}" already exists in this workspace.`);
+    if (same !== undefined) return conflict(`A ${same.kind === 'template' ? 'template instance' : 'project'} with slug "${row.slug}" already exists in this workspace.`);
     return conflict(`The default domain "${defaultDomain(row, this.deps.platform.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
   }
 
@@ -102,17 +120,18 @@ export class ProjectService {
     return rows.map((r) => projectView(r, access.workspace.slug, this.deps.platform, byProject.get(r.id)));
   }
 
-  async get(access: Access, projectSlug: string): Promise<ProjectView> {
+  async get(access: Access, projectSlug: ProjectRef): Promise<ProjectView> {
+    if (typeof projectSlug !== 'string') return this.view(access, await resolveProject(this.deps.store.repos, access, projectSlug));
     const found = await this.deps.store.repos.projects.inWorkspaceWithGit(access.workspace.id, projectSlug);
-    if (found === undefined) throw notFound('Project');
+    if (found?.project.kind !== 'project') throw notFound('Project');
     return projectView(found.project, access.workspace.slug, this.deps.platform, found.git);
   }
 
   /** The slug stays when the name changes: it is the project's address in URLs and hosts. */
-  async update(access: Access, projectSlug: string, patch: ProjectPatch): Promise<ProjectView> {
+  async update(access: Access, projectSlug: ProjectRef, patch: ProjectPatch): Promise<ProjectView> {
     checkSizes(patch);
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const next: ProjectsTable = {
+    const next: ProjectRecord = {
       ...row,
       ...(patch.name === undefined ? {} : { name: patch.name }),
       ...(patch.port === undefined ? {} : { port: patch.port }),
@@ -131,7 +150,7 @@ export class ProjectService {
    * does not undo the deletion: `logsLeft` hears of it, and the lines age out with the
    * workspace's retention; nothing reads them, since a new project gets a new id.
    */
-  async delete(access: Access, projectSlug: string, logsLeft: (err: unknown) => void = () => undefined): Promise<ProjectView> {
+  async delete(access: Access, projectSlug: ProjectRef, logsLeft: (err: unknown) => void = () => undefined): Promise<ProjectView> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const view = await this.view(access, row);
     await this.deps.store.repos.projects.delete(row.id);
@@ -144,7 +163,7 @@ export class ProjectService {
   }
 
   /** The status view: the serving deployment's containers and their use, read from the engine. */
-  async status(access: Access, projectSlug: string): Promise<StatusView> {
+  async status(access: Access, projectSlug: ProjectRef): Promise<StatusView> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const latest = await this.deps.store.repos.deployments.latest(row.id);
     const serving = await this.deps.store.repos.deployments.serving(row.id);
@@ -165,7 +184,7 @@ export class ProjectService {
     };
   }
 
-  private async view(access: Access, row: ProjectsTable): Promise<ProjectView> {
+  private async view(access: Access, row: ProjectRecord): Promise<ProjectView> {
     const git = await this.deps.store.repos.gitConnections.of(row.id);
     return projectView(row, access.workspace.slug, this.deps.platform, git);
   }

@@ -1,5 +1,6 @@
 import type { Platform } from '../deps.js';
-import type { DeploymentRow, GitConnectionsTable, ProjectsTable } from '../store/schema.js';
+import type { ProjectRecord } from '../domain/project.js';
+import type { DeploymentRow, GitConnectionsTable } from '../store/schema.js';
 import { toNumber } from '../store/dialects.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
 
@@ -36,7 +37,7 @@ export interface ProjectView {
   id: string;
   name: string;
   slug: string;
-  status: ProjectsTable['status'];
+  status: ProjectRecord['status'];
   port: number;
   replicas: number;
   cpu: string;
@@ -48,7 +49,7 @@ export interface ProjectView {
   updated_at: string;
 }
 
-export function projectView(row: ProjectsTable, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
+export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
   const domain = defaultDomain(row, platform.appsDomain);
   return {
     id: row.id,

@@ -68,8 +68,14 @@ export interface ApiKeysTable {
 
 export type { ProjectStatus } from '../domain/project.js';
 
-/** The store keeps a project's record as the domain describes it. */
-export type ProjectsTable = ProjectRecord;
+/** The store keeps a project's record as the domain describes it (kind and the template fields have defaults). */
+export interface ProjectsTable extends Omit<ProjectRecord, 'kind' | 'template_name' | 'volumes'> {
+  kind: Generated<ProjectRecord['kind']>;
+  template_name: Generated<string | null>;
+  volumes: Generated<string | null>;
+}
+
+export type ProjectRow = Selectable<ProjectsTable>;
 
 export interface GitConnectionsTable {
   project_id: string;
@@ -266,6 +272,8 @@ export interface DatabasesTable {
   password: string;
   database_name: string;
   memory_mb: number;
+  /** the template instance that provisioned it (it goes with the instance); null when made on its own */
+  owner_project_id: string | null;
   created_at: string;
   updated_at: string;
 }

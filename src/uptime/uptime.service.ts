@@ -1,7 +1,7 @@
 import { iso } from '../domain/clock.js';
 import { invalid } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
-import { defaultDomain, defaultUrl, resolveProject, type ProjectRow } from '../projects/resolve.js';
+import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import type { UptimeMonitorsTable, UptimeStatus } from '../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 
@@ -60,7 +60,7 @@ function checkWebhookUrl(url: string): void {
 export class UptimeService {
   constructor(readonly deps: Deps) {}
 
-  async get(access: Access, projectSlug: string): Promise<UptimeView> {
+  async get(access: Access, projectSlug: ProjectRef): Promise<UptimeView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const row = await this.deps.store.repos.uptime.find(project.id);
     return this.view(access, project, row ?? { ...UPTIME_DEFAULTS, project_id: project.id, updated_at: project.created_at });
@@ -70,7 +70,7 @@ export class UptimeService {
    * Changes only the fields given. One upsert statement: the first PUT creates the row from the
    * defaults, and two concurrent PUTs of different fields both take effect.
    */
-  async update(access: Access, projectSlug: string, input: UptimeInput): Promise<UptimeView> {
+  async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeView> {
     if (typeof input.chat_webhook_url === 'string') checkWebhookUrl(input.chat_webhook_url);
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const now = iso(this.deps.clock.now());

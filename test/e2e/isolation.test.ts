@@ -19,6 +19,8 @@ interface Ids {
   user_id: string;
   installation_id: string;
   db_slug: string;
+  template_slug: string;
+  key: string;
 }
 
 /** Valid bodies, so that a request is refused for what it addresses, not for its shape. */
@@ -46,6 +48,11 @@ const BODIES: Record<string, unknown> = {
   'PUT /api/workspaces/:slug/projects/:project_slug/uptime': { enabled: true },
   'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
   'POST /api/workspaces/:slug/databases': { name: 'intruder', type: 'redis' },
+  'POST /api/workspaces/:slug/templates': { name: 'intruder', template_name: 'hello-template' },
+  'PUT /api/workspaces/:slug/templates/:template_slug': { port: 9999 },
+  'POST /api/workspaces/:slug/templates/:template_slug/deploy': { mode: 'image' },
+  'POST /api/workspaces/:slug/templates/:template_slug/envs': [{ key: 'EVIL', value: 'x' }],
+  'POST /api/workspaces/:slug/templates/:template_slug/domains': { domain: 'evil-tpl.example.org' },
 };
 
 async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Promise<unknown> {
@@ -108,6 +115,16 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
     const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
     const database = await s.request<{ slug: string }>('POST', `/api/workspaces/${b.slug}/databases`, { key, body: { name: 'b orders', type: 'postgresql' } });
     expect(database.status).toBe(202);
+    // both have a template instance named "tshared"; B's has a variable, a domain and a running deployment
+    await s.request('POST', `/api/workspaces/${a.slug}/templates`, { key: a.owner.key, body: { name: 'tshared', template_name: 'hello-template' } });
+    const tpl = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/templates`, { key, body: { name: 'tshared', template_name: 'hello-postgres' } });
+    expect(tpl.status).toBe(201);
+    await s.request('POST', `/api/workspaces/${b.slug}/templates/tshared/envs`, { key, body: [{ key: 'B_ONLY', value: 'b-only', is_secret: true }] });
+    await s.request('POST', `/api/workspaces/${b.slug}/templates/tshared/domains`, { key, body: { domain: 'b-tpl.example.com' } });
+    await s.store.db
+      .insertInto('deployments')
+      .values({ id: s.deps.ids.id(), project_id: tpl.body.data?.id ?? '', status: 'running', source: 'template', image: 'b:tpl', branch: null, commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
+      .execute();
     bIds = {
       slug: b.slug,
       project_slug: 'shared',
@@ -118,6 +135,8 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       user_id: b.member.id,
       installation_id: String(B_INSTALLATION),
       db_slug: database.body.data?.slug ?? '',
+      template_slug: 'tshared',
+      key: 'B_ONLY',
     };
   });
   afterAll(async () => s.close());
@@ -150,9 +169,9 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
     const before = await snapshot(s.store.db, b.id, s.logStore);
-    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id)\b/.test(r.url));
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
-    const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject };
+    const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject, template_slug: 'tshared' };
     for (const route of withChildId) {
       const body = BODIES[`${route.method} ${route.url}`];
       for (const idChoice of [0, 1]) {

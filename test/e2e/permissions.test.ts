@@ -38,6 +38,10 @@ interface Fixture {
   installationId: number;
   /** the slug of a database of the workspace */
   databaseSlug: string;
+  /** a template instance with a variable TPL_VAR, a custom domain and a running deployment */
+  template: string;
+  templateDomainId: string;
+  templateDeploymentId: string;
 }
 
 interface Row {
@@ -60,6 +64,7 @@ interface Row {
 const ws = (f: { w: { slug: string } }) => `/api/workspaces/${f.w.slug}`;
 let slugs = 0;
 const proj = (f: Fixture) => `${ws(f)}/projects/${f.project.slug}`;
+const tpl = (f: Fixture) => `${ws(f)}/templates/${f.template}`;
 
 const TABLE: Row[] = [
   { method: 'GET', url: '/healthz', who: 'public', ok: 200, path: () => '/healthz' },
@@ -143,6 +148,28 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/logs', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/logs?limit=10` },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases/${f.databaseSlug}`, fresh: (s, f) => newDatabase(s, f.w) },
 
+  // Templates, without an engine: deploys queue (202); nothing runs for redeploy and rollback (409).
+  { method: 'GET', url: '/api/workspaces/available-templates', who: 'authenticated', ok: 200, path: () => '/api/workspaces/available-templates' },
+  { method: 'POST', url: '/api/workspaces/:slug/templates', who: 'member', ok: 201, path: (f) => `${ws(f)}/templates`, body: () => ({ name: `t-${(slugs++).toString()}`, template_name: 'hello-template' }) },
+  { method: 'GET', url: '/api/workspaces/:slug/templates', who: 'member', ok: 200, path: (f) => `${ws(f)}/templates` },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug', who: 'member', ok: 200, path: tpl },
+  { method: 'PUT', url: '/api/workspaces/:slug/templates/:template_slug', who: 'member', ok: 200, path: tpl, body: () => ({ port: 8081 }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/templates/:template_slug', who: 'member', ok: 200, path: tpl, fresh: (s, f) => newTemplate(s, f.w) },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/deploy', who: 'member', ok: 202, path: (f) => `${tpl(f)}/deploy`, body: () => ({ mode: 'image' }) },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/stop', who: 'member', ok: 200, path: (f) => `${tpl(f)}/stop`, fresh: (s, f) => newTemplate(s, f.w) },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/redeploy', who: 'member', ok: 202, path: (f) => `${tpl(f)}/redeploy` },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/deployments/:id/rollback', who: 'member', ok: 202, path: (f) => `${tpl(f)}/deployments/${f.templateDeploymentId}/rollback` },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/envs', who: 'member', ok: 200, path: (f) => `${tpl(f)}/envs` },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/envs', who: 'member', ok: 200, path: (f) => `${tpl(f)}/envs`, body: () => [{ key: 'GREETING', value: 'hi' }] },
+  { method: 'DELETE', url: '/api/workspaces/:slug/templates/:template_slug/envs/:key', who: 'member', ok: 200, path: (f) => `${tpl(f)}/envs/TPL_VAR`, fresh: (s, f) => newTemplate(s, f.w) },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/domains', who: 'member', ok: 200, path: (f) => `${tpl(f)}/domains` },
+  { method: 'POST', url: '/api/workspaces/:slug/templates/:template_slug/domains', who: 'member', ok: 201, path: (f) => `${tpl(f)}/domains`, body: () => ({ domain: `tperm-${(slugs++).toString()}.example.com` }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/templates/:template_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${tpl(f)}/domains/${f.templateDomainId}`, fresh: (s, f) => newTemplate(s, f.w) },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/deployments', who: 'member', ok: 200, path: (f) => `${tpl(f)}/deployments?page=1&limit=5` },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/deployments/:id', who: 'member', ok: 200, path: (f) => `${tpl(f)}/deployments/${f.templateDeploymentId}` },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/deployments/:id/logs', who: 'member', ok: 400, path: (f) => `${tpl(f)}/deployments/${f.templateDeploymentId}/logs` },
+  { method: 'GET', url: '/api/workspaces/:slug/templates/:template_slug/live-logs', who: 'member', ok: 400, path: (f) => `${tpl(f)}/live-logs` },
+
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 200, path: (f) => `${proj(f)}/env` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/env', who: 'member', ok: 201, path: (f) => `${proj(f)}/env`, body: () => ({ key: 'NEW_VAR', value: 'v', is_secret: true }) },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/env/bulk', who: 'member', ok: 200, path: (f) => `${proj(f)}/env/bulk`, body: () => ({ variables: { A: '1' }, merge: false }), fresh: spareProject },
@@ -190,6 +217,20 @@ async function newEnv(s: TestServer, w: TestWorkspace, project: TestProject): Pr
 async function newDatabase(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'databaseSlug'>> {
   const db = await s.request<{ slug: string }>('POST', `${ws({ w })}/databases`, { key: w.owner.key, body: { name: `fixture ${spare()}`, type: 'postgresql' } });
   return { databaseSlug: db.body.data?.slug ?? '' };
+}
+
+/** A template instance of `w` with the variables its deploy needs, TPL_VAR, a custom domain and a running deployment (with an image). */
+async function newTemplate(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'template' | 'templateDomainId' | 'templateDeploymentId'>> {
+  const made = await s.request<{ slug: string; id: string }>('POST', `${ws({ w })}/templates`, { key: w.owner.key, body: { name: `tpl ${spare()}`, template_name: 'hello-template' } });
+  const slug = made.body.data?.slug ?? '';
+  await s.request('POST', `${ws({ w })}/templates/${slug}/envs`, { key: w.owner.key, body: [{ key: 'GREETING', value: 'hi' }, { key: 'TPL_VAR', value: 'v' }] });
+  const domain = await s.request<{ id: string }>('POST', `${ws({ w })}/templates/${slug}/domains`, { key: w.owner.key, body: { domain: `tfixture-${w.slug}-${spare()}.example.com` } });
+  const id = s.deps.ids.id();
+  await s.store.db
+    .insertInto('deployments')
+    .values({ id, project_id: made.body.data?.id ?? '', status: 'running', source: 'template', image: 'slipway-test/tpl-hello:1.0', branch: null, commit_sha: null, commit_message: null, error: null, created_at: new Date().toISOString(), started_at: null, finished_at: null })
+    .execute();
+  return { template: slug, templateDomainId: domain.body.data?.id ?? '', templateDeploymentId: id };
 }
 
 /** A project of `w` with a Git connection. */
@@ -246,6 +287,7 @@ async function fixture(s: TestServer): Promise<Fixture> {
     ...(await newDeployment(s, connected.connected)),
     ...(await newInstallation(s, w, LINKED_INSTALLATION)),
     ...(await newDatabase(s, w)),
+    ...(await newTemplate(s, w)),
   };
 }
 

@@ -13,6 +13,9 @@ import type { DatabaseWorker } from '../../src/databases/worker.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchestrator.js';
 import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceLabels } from '../../src/deploy/containers.js';
+import { LogCollector } from '../../src/logs/collector.js';
+import { LogWriter } from '../../src/logs/log-writer.js';
 import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type TestRepo } from './git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
@@ -45,6 +48,8 @@ export interface TestEngineOptions {
   tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency'>>;
   /** a database worker too, as `serve` runs it on the leader, with this policy over the server's */
   databases?: Partial<DatabasePolicy>;
+  /** the log collector too, as `serve` runs it on the leader (apps' and databases' output, live tail notified) */
+  logs?: boolean;
 }
 
 const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
@@ -90,6 +95,19 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       ...(opts.log === undefined ? {} : { log: opts.log }),
     });
   }
+  let collector: LogCollector | null = null;
+  if (opts.logs === true) {
+    collector = new LogCollector({
+      runtime,
+      store: s.logStore,
+      writer: new LogWriter({ store: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      labels: instanceLabels(instance),
+      projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined || (await s.store.repos.databases.byId(id)) !== undefined,
+      log: opts.log ?? quiet,
+      rescanEveryMs: 1000,
+    });
+    await collector.start();
+  }
   return {
     orchestrator,
     router,
@@ -98,6 +116,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     runtime,
     databases,
     close: async () => {
+      await collector?.stop();
       s.services.databases.attach(null);
       await databases?.stop();
       await orchestrator.shutdown();

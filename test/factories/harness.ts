@@ -1,3 +1,4 @@
+import { Catalog, SHIPPED_CATALOG } from '../../src/templates/catalog.js';
 import { Writable } from 'node:stream';
 import { buildApp, type App, type AppDeps } from '../../src/api/app.js';
 import type { Services } from '../../src/api/services.js';
@@ -63,6 +64,16 @@ export interface TestServer {
 const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 
 /** The whole API on a real port, over a fresh store of the given kind. */
+let catalog: Catalog | null = null;
+
+/** The shipped template catalog with the test entries (test/factories/templates.catalog.json), as `--template-catalog` adds them. */
+export function testCatalog(): Catalog {
+  catalog ??= Catalog.load([SHIPPED_CATALOG, TEST_CATALOG]);
+  return catalog;
+}
+
+export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url).pathname;
+
 export async function startTestServer(
   kind: StoreKind,
   opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm'] } = {},
@@ -80,7 +91,7 @@ export async function startTestServer(
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
     logs: logStore,
-    platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', ...opts.platform },
+    platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', templates: testCatalog(), ...opts.platform },
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
   };

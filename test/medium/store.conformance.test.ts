@@ -67,6 +67,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-25T090000-workspace-creators',
         '2026-11-26T000000-runtime-logs',
         '2026-11-27T000000-databases',
+        '2026-11-28T000000-templates',
       ]);
     } finally {
       await again.close();

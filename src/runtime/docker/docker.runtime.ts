@@ -432,6 +432,11 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  async listVolumes(selector: { labels: Labels }): Promise<{ name: string; labels: Labels }[]> {
+    const { Volumes: volumes } = await this.docker.listVolumes({ filters: { label: Object.entries(selector.labels).map(([k, v]) => `${k}=${v}`) } });
+    return (orNull(volumes) ?? []).map((v) => ({ name: v.Name, labels: { ...(orNull(v.Labels) ?? {}) } }));
+  }
+
   async volumeSize(name: string): Promise<number | null> {
     // the engine measures volumes only in its disk usage report (`docker system df -v`)
     const df = (await this.docker.df()) as { Volumes?: { Name: string; UsageData?: { Size?: number } | null }[] | null };

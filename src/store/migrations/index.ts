@@ -11,6 +11,7 @@ import * as m20261125T030000 from './2026-11-25T030000-hosts.js';
 import * as m20261125T090000 from './2026-11-25T090000-workspace-creators.js';
 import * as m20261126T000000 from './2026-11-26T000000-runtime-logs.js';
 import * as m20261127T000000 from './2026-11-27T000000-databases.js';
+import * as m20261128T000000 from './2026-11-28T000000-templates.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -32,6 +33,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-25T090000-workspace-creators': m20261125T090000,
   '2026-11-26T000000-runtime-logs': m20261126T000000,
   '2026-11-27T000000-databases': m20261127T000000,
+  '2026-11-28T000000-templates': m20261128T000000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

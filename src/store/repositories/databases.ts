@@ -32,6 +32,11 @@ export class DatabaseRepository extends Repository {
     return new Set((await this.db.selectFrom('databases').select('id').execute()).map((r) => r.id));
   }
 
+  /** The databases a template instance provisioned. */
+  ownedBy(projectId: string): Promise<DatabaseRow[]> {
+    return this.db.selectFrom('databases').selectAll().where('owner_project_id', '=', projectId).execute();
+  }
+
   /** The user names of every database of `type` on a shared server, in any status. */
   async sharedNames(type: string): Promise<Set<string>> {
     const rows = await this.db.selectFrom('databases').select('username').where('provisioner', '=', 'shared').where('type', '=', type).execute();

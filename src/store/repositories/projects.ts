@@ -1,11 +1,13 @@
 import type { ProjectStatus } from '../../domain/project.js';
 import { lockClause, toNumber } from '../dialects.js';
+import type { Insertable } from 'kysely';
+import type { ProjectRecord } from '../../domain/project.js';
 import type { ProjectsTable } from '../schema.js';
 import { PreparedQuery } from '../prepared-query.js';
 import type { GitConnectionRow } from './git-connections.js';
 import { Repository } from './repository.js';
 
-export type ProjectRow = ProjectsTable;
+export type ProjectRow = ProjectRecord;
 
 /** The project and its Git connection in one statement, built once (PreparedQuery): `GET …/projects/:project_slug`. */
 const WITH_GIT = new PreparedQuery(2, (db, workspaceId: string, slug: string) =>
@@ -74,13 +76,13 @@ export class ProjectRepository extends Repository {
     return split;
   }
 
-  /** The workspace's projects, oldest first. */
-  list(workspaceId: string): Promise<ProjectRow[]> {
-    return this.db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at').orderBy('id').execute();
+  /** The workspace's projects (or template instances), oldest first. */
+  list(workspaceId: string, kind: ProjectRow['kind'] = 'project'): Promise<ProjectRow[]> {
+    return this.db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).where('kind', '=', kind).orderBy('created_at').orderBy('id').execute();
   }
 
   /** Fails with the store's unique violation for a slug taken in the workspace or a host label taken anywhere. */
-  async insert(row: ProjectRow): Promise<void> {
+  async insert(row: Insertable<ProjectsTable>): Promise<void> {
     await this.db.insertInto('projects').values(row).execute();
   }
 

@@ -7,6 +7,7 @@ import { accessOf } from '../../plugins/auth.js';
 import { serveStream } from '../../stream.js';
 import { BUILD_LOG_START } from '../../../deploy/build-log.js';
 import { authErrors } from '../../schemas.js';
+import { SCOPES } from '../scopes.js';
 
 /** How often a follower on this replica looks at the store for lines written elsewhere. */
 const POLL_MS = 1000;
@@ -14,21 +15,22 @@ const POLL_MS = 1000;
 export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { deployments, buildLog } = services;
 
+  for (const scope of SCOPES) {
   app.route({
     method: 'GET',
-    url: '/api/workspaces/:slug/projects/:project_slug/deployments/:id/logs',
+    url: `${scope.prefix}/deployments/:id/logs`,
     config: { action: 'workspace.read', stream: true },
     schema: {
       tags: ['Deployments'],
       summary:
         'WebSocket: the build log of a deployment, replayed from the first line and followed while it is in progress, then `[END]`; refusals arrive as one `[ERROR] <sentence>` frame',
-      params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),
+      params: Type.Object({ slug: Type.String(), [scope.param]: Type.String(), id: Type.String() }),
       response: { ...authErrors },
     },
     // A plain HTTP GET: refuse like any route would (the deployment must exist), or point at the handshake.
     handler: async (req) => {
       if (req.refusal !== null) throw req.refusal;
-      await deployments.get(accessOf(req), req.params.project_slug, req.params.id);
+      await deployments.get(accessOf(req), scope.ref(req.params), (req.params as { id: string }).id);
       throw invalid('This is a WebSocket stream: open it with a WebSocket handshake.');
     },
     wsHandler: (socket, req) => {
@@ -37,7 +39,8 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
         req,
         async (stream) => {
           if (req.refusal !== null) throw req.refusal;
-          const { project_slug, id } = req.params;
+          const { id } = req.params as { id: string };
+          const project_slug = scope.ref(req.params);
           const access = accessOf(req);
           const deployment = await deployments.get(access, project_slug, id);
           const project = deployment.project_id;
@@ -64,4 +67,5 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       );
     },
   });
+  }
 };

@@ -4,7 +4,7 @@ import { authErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '.
 
 const KEY_RULE = `a letter or underscore, then letters, digits and underscores, at most ${MAX_ENV_KEY_LENGTH} characters`;
 
-const EnvKey = Type.String({
+export const EnvKey = Type.String({
   pattern: ENV_KEY_PATTERN,
   maxLength: MAX_ENV_KEY_LENGTH,
   description: `The variable name: ${KEY_RULE}. Case-sensitive.`,
@@ -13,7 +13,7 @@ const EnvKey = Type.String({
 });
 
 /** Characters here; the service also holds the value to 32 KiB of UTF-8 bytes. */
-const EnvValue = Type.String({
+export const EnvValue = Type.String({
   maxLength: MAX_ENV_VALUE_BYTES,
   description: `At most ${MAX_ENV_VALUE_BYTES} bytes (32 KiB) of UTF-8, without a NUL byte or an unpaired surrogate (a container's environment cannot carry them); all of a project's variables together at most ${MAX_ENV_TOTAL_BYTES} bytes as the engine receives them.`,
 });

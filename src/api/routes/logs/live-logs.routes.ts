@@ -8,6 +8,7 @@ import type { Services } from '../../services.js';
 import { accessOf } from '../../plugins/auth.js';
 import { serveStream } from '../../stream.js';
 import { authErrors } from '../../schemas.js';
+import { SCOPES } from '../scopes.js';
 
 type Format = 'text' | 'json';
 
@@ -57,28 +58,29 @@ export function liveFrame(e: LogEntry, format: Format): string {
 export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live: LiveLogs }> = async (app, { services, live }) => {
   const { projects } = services;
 
+  for (const scope of SCOPES) {
   app.route({
     method: 'GET',
-    url: '/api/workspaces/:slug/projects/:project_slug/live-logs',
+    url: `${scope.prefix}/live-logs`,
     config: { action: 'workspace.read', stream: true },
     schema: {
       tags: ['Logs'],
       summary:
-        'WebSocket: the project\'s runtime log, the last `tail` lines (0..1000, default 100) or every line after `since` (a line id, RFC 3339 or Unix ms), then every new line; `format` `text` (default) or `json`; refusals arrive as one `[ERROR] <sentence>` frame',
-      params: Type.Object({ slug: Type.String(), project_slug: Type.String() }),
+        `WebSocket: the ${scope.what}'s runtime log, the last \`tail\` lines (0..1000, default 100) or every line after \`since\` (a line id, RFC 3339 or Unix ms), then every new line; \`format\` \`text\` (default) or \`json\`; refusals arrive as one \`[ERROR] <sentence>\` frame`,
+      params: Type.Object({ slug: Type.String(), [scope.param]: Type.String() }),
       response: { ...authErrors },
     },
     // A plain HTTP GET: refuse like any route would (the project must exist), or point at the handshake.
     handler: async (req) => {
       if (req.refusal !== null) throw req.refusal;
-      await projects.get(accessOf(req), req.params.project_slug);
+      await projects.get(accessOf(req), scope.ref(req.params));
       throw invalid('This is a WebSocket stream: open it with a WebSocket handshake.');
     },
     wsHandler: (socket, req) => {
       serveStream(socket, req, async () => {
         if (req.refusal !== null) throw req.refusal;
         const { start, format } = liveQuery(req.query as Record<string, unknown>);
-        const project = await projects.get(accessOf(req), req.params.project_slug);
+        const project = await projects.get(accessOf(req), scope.ref(req.params));
         // written without waiting: the feed serves every client of the project at once
         const sub = live.subscribe(project.id, start, {
           write: (entry, written) => {
@@ -98,4 +100,5 @@ export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live
       });
     },
   });
+  }
 };

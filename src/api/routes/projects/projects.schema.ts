@@ -6,7 +6,7 @@ import { authErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, S
 const Decimal = (what: string, example: string) =>
   Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });
 
-const sizeFields = {
+export const sizeFields = {
   port: Type.Integer({ minimum: 1, maximum: 65535, description: 'Port the application listens on (default 8080).' }),
   replicas: Type.Integer({ minimum: 0, maximum: 10, description: '0 = scaled to zero (default 1).' }),
   cpu: Decimal('vCPU, 0.1 to 8', '0.5'),
