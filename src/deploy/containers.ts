@@ -117,6 +117,7 @@ export class InstanceContainers {
     const mounts = await this.volumesOf(project);
     const spec = {
       ...(mounts.length === 0 ? {} : { mounts }),
+      ...(project.command === null ? {} : { command: JSON.parse(project.command) as string[] }),
       name,
       image,
       env,

@@ -28,6 +28,8 @@ export interface ProjectRecord {
   template_name: string | null;
   /** an instance's data paths, JSON array of container paths (a named volume each); null: none */
   volumes: string | null;
+  /** an instance's command, JSON argument vector replacing its image's; null: the image's own */
+  command: string | null;
 }
 
 export const PROJECT_KINDS = ['project', 'template'] as const;

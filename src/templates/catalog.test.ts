@@ -20,6 +20,7 @@ const good: CatalogEntry = {
   databases: ['postgresql'],
   env: { SECRET: '${hex:64}', DATABASE_URL: '${{databases.postgresql.connection_string}}', BASE: '${url}' },
   volumes: ['/data'],
+  command: ['serve', '--port', '8080'],
 };
 
 describe('template catalog checks', () => {
@@ -34,6 +35,7 @@ describe('template catalog checks', () => {
       { ...good, key: 'c', required_envs: [{ key: 'SECRET', placeholder: 'x' }], default_ram: '64' },
       { ...good, key: 'd', databases: ['postgresql', 'redis'] },
       { ...good, key: 'e', extra: 1 },
+      { ...good, key: 'f', command: 'serve --port 8080' },
       { ...good, key: 'a' },
     ];
     expect(catalogProblems(bad)).toEqual([
@@ -47,6 +49,7 @@ describe('template catalog checks', () => {
       'entry "c" field required_envs.0: SECRET is also preset in env.',
       expect.stringMatching(/^entry "d" field databases: .+\.$/),
       'entry "e" field extra: is not a field of a catalog entry.',
+      expect.stringMatching(/^entry "f" field command: .+\.$/),
       'entry "a": the key is used by an earlier entry.',
     ]);
     expect(catalogProblems({})).toEqual(['the file must hold a JSON array of entries.']);

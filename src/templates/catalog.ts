@@ -60,6 +60,8 @@ export const CatalogEntrySchema = Type.Object(
     env: Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.String()),
     /** paths in the container that keep data: a named volume each, per instance */
     volumes: Type.Array(Type.String({ pattern: '^/' })),
+    /** replaces the image's command (an argument vector, never a shell string), where its docs say to run it so */
+    command: Type.Optional(Type.Array(Type.String(), { minItems: 1 })),
     /** the path the deploy's health check and uptime checks ask (default: any answer on the port) */
     health_path: Type.Optional(Type.String({ pattern: '^/' })),
     build: Type.Optional(Build),

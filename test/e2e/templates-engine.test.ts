@@ -74,8 +74,9 @@ describe('template instances on the engine', () => {
         'FROM slipway-local/postgresql:latest',
         'COPY --from=tools /bin/busybox /bin/busybox',
         'ENTRYPOINT []',
-        // stores a value through the wired connection string, then serves what it reads back
-        'CMD ["/bin/busybox", "sh", "-c", "until psql \\"$DATABASE_URL\\" -qc \\"create table if not exists notes (v text); insert into notes values (\'stored by the template\')\\"; do sleep 1; done; mkdir -p /www && psql \\"$DATABASE_URL\\" -tAc \\"select v from notes limit 1\\" > /www/index.html && exec /bin/busybox httpd -f -p $PORT -h /www"]',
+        // the image's own command fails: the catalog entry's `command` is what runs (it stores a
+        // value through the wired connection string, then serves what it reads back)
+        'CMD ["/bin/busybox", "false"]',
         '',
       ].join('\n'),
     );
@@ -182,4 +183,16 @@ describe('template instances on the engine', () => {
       return r.status === 404 && servers.length === 0 ? true : undefined;
     }, 60_000);
   }, 600_000);
+
+  it('fails a deploy readably when the catalog image is neither here nor pullable (this host reaches no registry)', async () => {
+    const { s, w } = fx;
+    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } });
+    expect(made.status, made.text).toBe(201);
+    const queued = await s.request<DeploymentView>('POST', `${api()}/kuma/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    expect(queued.status, queued.text).toBe(202);
+    const d = await settled('kuma', queued.body.data?.id ?? '');
+    expect(d.status).toBe('failed');
+    expect(d.error).toMatch(/^The image louislam\/uptime-kuma:\S+ is not on this host and cannot be pulled: .+/);
+    expect((await s.request<TemplateInstanceView>('GET', `${api()}/kuma`, { key: w.member.key })).body.data?.status).toBe('failed');
+  }, 300_000);
 });
