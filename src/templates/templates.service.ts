@@ -33,6 +33,11 @@ export interface TemplateInstanceView {
   updated_at: string;
 }
 
+/** The create response: the instance and its generated values, in full this once. */
+export interface NewTemplateInstanceView extends TemplateInstanceView {
+  generated_envs: Record<string, string>;
+}
+
 export type DeployMode = 'image' | 'build';
 
 let shipped: Catalog | null = null;
@@ -77,12 +82,17 @@ export class TemplateService {
     throw invalid(`"template_name" "${key}" is not in the catalog${near.length > 0 ? `; did you mean ${near.map((n) => `"${n}"`).join(', ')}?` : ''} (GET /api/workspaces/available-templates lists them).`);
   }
 
-  async create(access: Access, input: { name: string; template_name: string }): Promise<TemplateInstanceView> {
+  /**
+   * The instance, and the values generated for it (`generated_envs`): shown this once, like a
+   * database's password, since they are kept as secrets (an app's first admin password is one).
+   */
+  async create(access: Access, input: { name: string; template_name: string }): Promise<NewTemplateInstanceView> {
     const entry = this.entry(input.template_name);
     const type = entry.databases[0];
     // a database is provisioned with it: like POST …/databases, not on an empty wallet
     if (type !== undefined) await this.wallets.requireFunds(access.workspace.id);
     const database = type === undefined ? null : await this.databases.prepare(access, { name: input.name, type }, null);
+    const initial = this.initialEnv(entry, database?.row.slug ?? null);
     const row = await this.projects.insert(
       access,
       { name: input.name, port: Number(entry.default_port), cpu: entry.default_cpu, ram: entry.default_ram },
@@ -96,11 +106,11 @@ export class TemplateService {
             throw this.databases.taken(err, database.row);
           }
         }
-        await this.envVars.insertInitial(tx, project.id, this.initialEnv(entry, database?.row.slug ?? null));
+        await this.envVars.insertInitial(tx, project.id, initial);
       },
     );
     if (database !== null) this.databases.wake();
-    return this.view(row, database === null ? [] : [database.row.slug]);
+    return { ...this.view(row, database === null ? [] : [database.row.slug]), generated_envs: Object.fromEntries(initial.filter((v) => v.secret).map((v) => [v.key, v.value])) };
   }
 
   /**

@@ -67,10 +67,15 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
       url: `http://my-site-${w.slug}.apps.test:8000`,
       default_domain: `my-site-${w.slug}.apps.test`,
       databases: [],
+      generated_envs: { TOKEN_HEX: expect.stringMatching(/^[0-9a-f]{32}$/) as string, TOKEN_B64: expect.any(String) as string, ADMIN_PASSWORD: expect.stringMatching(/^[A-Za-z0-9]{24}$/) as string, INSTANCE_UUID: expect.any(String) as string },
       created_at: expect.any(String) as string,
       updated_at: expect.any(String) as string,
     });
+    const generated = (r.body.data as unknown as { generated_envs: Record<string, string> }).generated_envs;
     const env = await s.request<EnvVarView[]>('GET', `${base()}/my-site/envs`, { key: w.member.key });
+    // shown in the create response only
+    expect(env.text).not.toContain(generated['ADMIN_PASSWORD'] ?? 'none');
+    expect((await s.request('GET', `${base()}/my-site`, { key: w.member.key })).text).not.toContain(generated['ADMIN_PASSWORD'] ?? 'none');
     expect(env.status).toBe(200);
     const byKey = new Map((env.body.data ?? []).map((v) => [v.key, v]));
     // generated: secrets, never shown
@@ -84,6 +89,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     expect(resolved['ADMIN_PASSWORD']).toMatch(/^[A-Za-z0-9]{24}$/);
     expect(resolved['INSTANCE_UUID']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(resolved['SITE_URL']).toBe(`http://my-site-${w.slug}.apps.test:8000`);
+    expect(resolved['ADMIN_PASSWORD']).toBe(generated['ADMIN_PASSWORD']);
     expect(resolved['SITE_DOMAIN']).toBe(`my-site-${w.slug}.apps.test`);
     // filled once: the same at the next deploy, and another instance gets its own
     expect(await s.services.envVars.resolvedFor(project?.id ?? '')).toEqual(resolved);

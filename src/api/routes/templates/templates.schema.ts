@@ -41,12 +41,22 @@ export const availableTemplates = {
   response: { 200: Envelope(Type.Array(CatalogViewSchema)), 401: ErrorEnvelope, 429: ErrorEnvelope },
 };
 
+const NewTemplateInstance = Type.Object(
+  {
+    ...TemplateInstance.properties,
+    generated_envs: Type.Record(Type.String(), Type.String(), {
+      description: 'The values generated for it (`${password:N}`, `${hex:N}`, `${base64:N}`, `${uuid}`), in full in this response only: they are kept as secret variables, never shown again (an app\'s first admin password is among them).',
+    }),
+  },
+  { additionalProperties: false },
+);
+
 export const createTemplate = {
   tags,
   summary: 'Make an instance of a catalog entry: a project of kind template with its variables (generated secrets kept as secrets) and the database it needs provisioned',
   params: Type.Object({ slug: Type.String() }),
   body: Type.Object({ name: Name, template_name: Type.String({ minLength: 1, maxLength: 100, description: 'A catalog `key`.' }) }, { additionalProperties: false }),
-  response: { 201: Envelope(TemplateInstance), ...authErrors, ...paid },
+  response: { 201: Envelope(NewTemplateInstance), ...authErrors, ...paid },
 };
 
 export const listTemplates = {
