@@ -20,10 +20,6 @@ import type { DatabaseDetailView, DatabaseView } from '../../src/databases/datab
 import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/databases/policy.js';
 import { DATABASE_LABEL } from '../../src/databases/worker.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
-import { LogCollector } from '../../src/logs/collector.js';
-import { LogWriter } from '../../src/logs/log-writer.js';
-import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startDatabaseWorker } from '../factories/databases.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
@@ -140,29 +136,17 @@ describe('managed databases on the engine (sqlite)', () => {
 
   let fx: DeployFixture;
 
-  let collector: LogCollector;
 
   beforeAll(async () => {
     await ensureDatabaseImages();
     // the official images are not on this host and cannot be pulled: the local ones stand in
-    fx = await startDeployFixture('sqlite', 'acme/counter', { engine: { databases: { readyTimeoutMs: 120_000 } } });
+    // with the collector as `slipway serve` wires it on the leader: the servers' output is kept too
+    fx = await startDeployFixture('sqlite', 'acme/counter', { engine: { databases: { readyTimeoutMs: 120_000 }, logs: true } });
     s = fx.s;
     engine = fx.engine;
     w = fx.w;
-    // as `slipway serve` wires it on the leader: the servers' output is kept too
-    collector = new LogCollector({
-      runtime: engine.runtime,
-      store: s.logStore,
-      writer: new LogWriter({ store: s.logStore }),
-      labels: instanceLabels(await instanceId(s.store)),
-      projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined || (await s.store.repos.databases.byId(id)) !== undefined,
-      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
-      rescanEveryMs: 1000,
-    });
-    await collector.start();
   }, 600_000);
   afterAll(async () => {
-    await collector.stop();
     await fx.close();
   });
 

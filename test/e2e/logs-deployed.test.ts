@@ -2,11 +2,7 @@
 // the router, the collector as `slipway serve` wires it, read back through GET …/logs and followed
 // on …/live-logs across a second deploy. Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LogCollector } from '../../src/logs/collector.js';
-import { LogWriter } from '../../src/logs/log-writer.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
-import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { openStream, type StreamSession } from '../factories/stream-client.js';
@@ -23,7 +19,6 @@ const numbered = (version: string) => Array.from({ length: LINES }, (_, i) => `$
 describe('logs of an app deployed through the API (sqlite)', () => {
   let fx: DeployFixture;
   let base: string;
-  let collector: LogCollector;
   let live: StreamSession;
   const project = () => `/api/workspaces/${fx.w.slug}/projects/ticker`;
 
@@ -63,20 +58,10 @@ describe('logs of an app deployed through the API (sqlite)', () => {
 
   beforeAll(async () => {
     base = await ensureBaseImage();
-    fx = await startDeployFixture('sqlite', 'acme/ticker');
+    // the collector as `slipway serve` wires it on the leader (src/server.ts startCollector)
+    fx = await startDeployFixture('sqlite', 'acme/ticker', { engine: { logs: true } });
     await fx.repo.commit('v1', app(base, 'v1'));
     const { s } = fx;
-    // as `slipway serve` wires it on the leader (src/server.ts startCollector)
-    collector = new LogCollector({
-      runtime: fx.engine.runtime,
-      store: s.logStore,
-      writer: new LogWriter({ store: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
-      labels: instanceLabels(await instanceId(s.store)),
-      projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined,
-      log: { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } },
-      rescanEveryMs: 1000,
-    });
-    await collector.start();
     expect((await s.request('POST', `/api/workspaces/${fx.w.slug}/projects`, { key: fx.w.member.key, body: { name: 'ticker', port: 8080 } })).status).toBe(201);
     expect((await s.request('POST', `${project()}/git`, { key: fx.w.member.key, body: { repo_full_name: 'acme/ticker' } })).status).toBe(201);
     live = openStream(`${s.url.replace('http', 'ws')}${project()}/live-logs?tail=0&format=json`, { 'x-api-key': fx.w.member.key });
@@ -84,7 +69,6 @@ describe('logs of an app deployed through the API (sqlite)', () => {
 
   afterAll(async () => {
     live.close();
-    await collector.stop();
     await fx.close();
   }, 60_000);
 
