@@ -110,7 +110,7 @@ export class Rollout {
       for (let i = 0; i < project.replicas; i++) {
         started.push(await containers.start(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network, hostPorts[i]));
       }
-      const healthy = await this.waitHealthy(started, say, this.o.interrupted);
+      const healthy = await this.waitHealthy(started, project.health_path, say, this.o.interrupted);
       await staged;
       say('All replicas answer; switching traffic.');
 
@@ -181,7 +181,7 @@ export class Rollout {
     for (const c of old) {
       const fresh = await containers.start(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${containers.stamp()}`, `ws-${ws.slug}`);
       try {
-        await this.waitHealthy([fresh], undefined);
+        await this.waitHealthy([fresh], project.health_path, undefined);
       } catch (err) {
         await runtime.remove(fresh.id).catch(() => false);
         throw err;
@@ -198,7 +198,7 @@ export class Rollout {
    * wait, so it runs on monotonic time (performance.now()), not on the injected clock, which
    * tests move by hand: a moved clock neither cuts the wait short nor stretches it.
    */
-  private async waitHealthy(containers: ContainerInfo[], say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<ContainerInfo[]> {
+  private async waitHealthy(containers: ContainerInfo[], healthPath: string | null, say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<ContainerInfo[]> {
     const deadline = performance.now() + this.o.healthTimeoutMs;
     const healthy: ContainerInfo[] = [];
     for (const c of containers) {
@@ -211,13 +211,17 @@ export class Rollout {
           throw new DeployFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
         }
         const target = addressOf(now, this.o.containers.mode);
-        if (target !== null && (await answers(target))) {
-          say?.(`${c.name} answers on port ${String(now.port)}.`);
+        if (target !== null && (await answers(target, healthPath))) {
+          say?.(healthPath === null ? `${c.name} answers on port ${String(now.port)}.` : `${c.name} answers ${healthPath} on port ${String(now.port)}.`);
           healthy.push(now);
           break;
         }
         if (performance.now() > deadline) {
-          throw new DeployFailure(`Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`);
+          throw new DeployFailure(
+            healthPath === null
+              ? `Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`
+              : `Container ${c.name} did not answer ${healthPath} on port ${String(now.port)} with a status below 400 within ${(this.o.healthTimeoutMs / 1000).toString()} s.`,
+          );
         }
         await sleep(HEALTH_POLL_MS, signal);
       }
@@ -226,12 +230,16 @@ export class Rollout {
   }
 }
 
-/** Any HTTP answer on the port counts: the app is up, whatever its routes say. */
-function answers({ host, port }: Upstream): Promise<boolean> {
+/**
+ * Without a health path, any HTTP answer on the port counts: the app is up, whatever its routes
+ * say. With one (a template's `health_path`), only an answer below 400 there: an app that
+ * listens before it is ready (migrations, warm-up) takes no traffic until it says so.
+ */
+function answers({ host, port }: Upstream, healthPath: string | null): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host, port, path: '/', method: 'GET', timeout: 2000 }, (res) => {
+    const req = request({ host, port, path: healthPath ?? '/', method: 'GET', timeout: 2000 }, (res) => {
       res.resume();
-      resolve(true);
+      resolve(healthPath === null || (res.statusCode ?? 500) < 400);
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => {

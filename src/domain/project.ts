@@ -30,6 +30,8 @@ export interface ProjectRecord {
   volumes: string | null;
   /** an instance's command, JSON argument vector replacing its image's; null: the image's own */
   command: string | null;
+  /** an instance's readiness path: a new container takes traffic once it answers there below 400; null: any answer on `/` */
+  health_path: string | null;
 }
 
 export const PROJECT_KINDS = ['project', 'template'] as const;

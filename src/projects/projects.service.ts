@@ -48,7 +48,7 @@ export class ProjectService {
   ) {}
 
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
-    const row = await this.insert(access, input, { kind: 'project', template_name: null, volumes: null, command: null });
+    const row = await this.insert(access, input, { kind: 'project', template_name: null, volumes: null, command: null, health_path: null });
     return projectView(row, access.workspace.slug, this.deps.platform, undefined);
   }
 
@@ -60,7 +60,7 @@ export class ProjectService {
   async insert(
     access: Access,
     input: ProjectInput,
-    kind: Pick<ProjectRecord, 'kind' | 'template_name' | 'volumes' | 'command'>,
+    kind: Pick<ProjectRecord, 'kind' | 'template_name' | 'volumes' | 'command' | 'health_path'>,
     also?: (tx: Repositories, row: ProjectRecord) => Promise<void>,
   ): Promise<ProjectRecord> {
     checkSizes(input);

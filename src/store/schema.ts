@@ -69,11 +69,12 @@ export interface ApiKeysTable {
 export type { ProjectStatus } from '../domain/project.js';
 
 /** The store keeps a project's record as the domain describes it (kind and the template fields have defaults). */
-export interface ProjectsTable extends Omit<ProjectRecord, 'kind' | 'template_name' | 'volumes' | 'command'> {
+export interface ProjectsTable extends Omit<ProjectRecord, 'kind' | 'template_name' | 'volumes' | 'command' | 'health_path'> {
   kind: Generated<ProjectRecord['kind']>;
   template_name: Generated<string | null>;
   volumes: Generated<string | null>;
   command: Generated<string | null>;
+  health_path: Generated<string | null>;
 }
 
 export type ProjectRow = Selectable<ProjectsTable>;

@@ -96,7 +96,7 @@ export class TemplateService {
     const row = await this.projects.insert(
       access,
       { name: input.name, port: Number(entry.default_port), cpu: entry.default_cpu, ram: entry.default_ram },
-      { kind: 'template', template_name: entry.key, volumes: entry.volumes.length === 0 ? null : JSON.stringify(entry.volumes), command: entry.command === undefined ? null : JSON.stringify(entry.command) },
+      { kind: 'template', template_name: entry.key, volumes: entry.volumes.length === 0 ? null : JSON.stringify(entry.volumes), command: entry.command === undefined ? null : JSON.stringify(entry.command), health_path: entry.health_path ?? null },
       async (tx, project) => {
         if (database !== null) {
           database.row.owner_project_id = project.id;

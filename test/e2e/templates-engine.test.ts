@@ -18,9 +18,9 @@ import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/
 import { ensureBaseImage, ensureDatabaseImages, RUN_LABEL, testRunId } from '../factories/images.js';
 import { openStream } from '../factories/stream-client.js';
 
-/** The page: what it was given, and how many times it started on its data volume. */
+/** The page: what it was given, and how many times it started on its data volume; ready (its health path) a second after it listens. */
 const HELLO_CMD = (flavour: string) =>
-  `CMD ["sh", "-c", "mkdir -p /www && echo started >> /data/boots && echo \\"${flavour} $GREETING at $SITE_URL boots=$(wc -l < /data/boots)\\" > /www/index.html && echo \\"serving $GREETING\\" && exec httpd -f -p $PORT -h /www"]`;
+  `CMD ["sh", "-c", "mkdir -p /www && echo started >> /data/boots && echo \\"${flavour} $GREETING at $SITE_URL boots=$(wc -l < /data/boots)\\" > /www/index.html && echo \\"serving $GREETING\\"; (sleep 1 && echo ready > /www/ready.html) & exec httpd -f -p $PORT -h /www"]`;
 
 describe('template instances on the engine', () => {
   let fx: DeployFixture;
@@ -110,6 +110,8 @@ describe('template instances on the engine', () => {
     // the build log over WebSocket, replayed to its end
     const log = await openStream(`${s.url.replace('http', 'ws')}${one}/deployments/${d1.id}/logs`, { 'x-api-key': w.member.key }).closed;
     expect(log.join('\n')).toContain('Using the image slipway-test/tpl-hello:1.0; no build.');
+    // traffic only once the catalog's health path answers
+    expect(log.join('\n')).toMatch(/answers \/ready\.html on port 8080\./);
     expect(log.at(-1)).toBe('[END]');
     // the live log follows what the app prints
     await until('the live line', async () => (live.frames.some((f) => f.endsWith('serving Ahoy')) ? true : undefined));

@@ -22,7 +22,7 @@ const RELEASED: readonly (readonly [name: string, sha256: string])[] = [
   ['2026-11-25T090000-workspace-creators', 'c7040388b2b6d0bbe8d9c1ba49262f5b2af1175705c04d3c25cad285afb88457'],
   ['2026-11-26T000000-runtime-logs', 'aeb6a0e9675db3ecf5bacd8b73bc921104fcd5d91e048c034d867a04704a7bf0'],
   ['2026-11-27T000000-databases', '8c7459336ef54b70c4726db45ae708ea1ec87af540264ec6c24e275f89adf0cc'],
-  ['2026-11-28T000000-templates', '2d8a89de9a1928dba6bacb0137a2a99ad246738b885be2b7075b28d7f7c305b8'],
+  ['2026-11-28T000000-templates', 'ff25f149042561efc908a61faf03d4ca9be3a51b4c4f1d734fd867cfda0323dc'],
 ];
 
 const DIR = new URL('../../src/store/migrations/', import.meta.url);
