@@ -1,4 +1,4 @@
-import type { DatabaseType } from '../domain/database.js';
+import { DEFAULT_PORTS, randomString, type DatabaseType } from '../domain/database.js';
 import { connectRedis } from './servers.js';
 
 /**
@@ -37,8 +37,6 @@ const SCHEMES: Readonly<Record<DatabaseType, readonly string[]>> = {
   mongo: ['mongodb:'],
 };
 
-const DEFAULT_PORT: Readonly<Record<DatabaseType, number>> = { postgresql: 5432, mysql: 3306, redis: 6379, mongo: 27017 };
-
 /** Why `url` cannot be the administrative URL of a shared `type` server, or null (config validation). */
 export function sharedUrlProblem(type: DatabaseType, url: string): string | null {
   let u: URL;
@@ -56,7 +54,7 @@ export function sharedUrlProblem(type: DatabaseType, url: string): string | null
 export function sharedAddress(type: DatabaseType, url: string): { host: string; port: number } {
   const u = new URL(url);
   const host = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
-  return { host, port: u.port === '' ? DEFAULT_PORT[type] : Number(u.port) };
+  return { host, port: u.port === '' ? DEFAULT_PORTS[type] : Number(u.port) };
 }
 
 /** The installation's prefix of every name on shared servers: `sw` and the first six hex digits of its instance id. */
@@ -68,19 +66,15 @@ export const sharedPrefix = (instanceId: string): string => `sw${instanceId.repl
  * it is a plain identifier on every server.
  */
 export function sharedTenantName(prefix: string, slug: string, random: (n: number) => Buffer): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  let tail = '';
-  while (tail.length < 8) {
-    for (const b of random(16)) {
-      // 36 × 7 = 252: bytes from 252 up would favour the first letters
-      if (b < 252 && tail.length < 8) tail += alphabet.charAt(b % 36);
-    }
-  }
+  const tail = randomString(random, 8, 'abcdefghijklmnopqrstuvwxyz0123456789');
   const middle = slug.replace(/-/g, '_').slice(0, 13).replace(/_+$/, '');
   return `${prefix}${middle === '' ? '' : `${middle}_`}${tail}`;
 }
 
 const PLAIN = /^[a-z0-9_]+$/;
+
+/** A SQL LIKE pattern for the names starting with `prefix` (its `_` escaped: a wildcard in LIKE). */
+const startingWith = (prefix: string): string => `${plain(prefix).replace(/_/g, '\\_')}%`;
 
 /** Names go into statements as identifiers: only names Slipway made (`[a-z0-9_]`) ever do. */
 function plain(name: string): string {
@@ -142,7 +136,7 @@ function postgres(url: string): Operations {
       }),
     tenants: (prefix) =>
       withAdmin(async (c) => {
-        const like = `${plain(prefix).replace(/_/g, '\\_')}%`;
+        const like = startingWith(prefix);
         const roles = await c.query<{ name: string }>('select rolname as name from pg_roles where rolname like $1', [like]);
         const dbs = await c.query<{ name: string }>('select datname as name from pg_database where datname like $1', [like]);
         return new Set([...roles.rows, ...dbs.rows].map((r) => r.name));
@@ -190,7 +184,7 @@ function mysqlServer(url: string): Operations {
       }),
     tenants: (prefix) =>
       withAdmin(async (c) => {
-        const like = `${plain(prefix).replace(/_/g, '\\_')}%`;
+        const like = startingWith(prefix);
         const [users] = await c.query('select user as name from mysql.user where user like ?', [like]);
         const [dbs] = await c.query('select schema_name as name from information_schema.schemata where schema_name like ?', [like]);
         return new Set([...(users as { name: string }[]), ...(dbs as { name: string }[])].map((r) => r.name));

@@ -61,13 +61,20 @@ export function connectionString(a: DatabaseAddress): string {
 const hostPart = (host: string): string => (host.includes(':') ? `[${host}]` : host);
 
 /** 32 characters of [A-Za-z0-9] from `bytes` (a CSPRNG): safe in every connection string without escaping. */
-export function generatePassword(bytes: (n: number) => Buffer, length = 32): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+export const generatePassword = (bytes: (n: number) => Buffer, length = 32): string =>
+  randomString(bytes, length, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789');
+
+/**
+ * `length` characters of `alphabet`, each equally likely, from `bytes` (a CSPRNG): a byte at or
+ * above the largest multiple of the alphabet's size (248 for 62 letters) would make the first
+ * letters likelier, so it is drawn again.
+ */
+export function randomString(bytes: (n: number) => Buffer, length: number, alphabet: string): string {
+  const limit = Math.floor(256 / alphabet.length) * alphabet.length;
   let out = '';
   while (out.length < length) {
     for (const b of bytes(length * 2)) {
-      // 62 × 4 = 248: bytes from 248 up would make the first letters likelier
-      if (b < 248 && out.length < length) out += alphabet.charAt(b % 62);
+      if (b < limit && out.length < length) out += alphabet.charAt(b % alphabet.length);
     }
   }
   return out;

@@ -276,7 +276,8 @@ export class EnvService {
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
     const rows = await this.rowsOf(this.deps.store.repos, projectId);
     const databases = rows.some((row) => row.value.includes('${{') || row.is_secret === 1) ? await this.databasesOf(projectId) : new Map<string, DatabaseRow>();
-    const address = await this.addressOf(projectId);
+    // like the databases: asked for only when a value may name them (a sealed one may)
+    const address = rows.some((row) => row.value.includes('${url}') || row.value.includes('${domain}') || row.is_secret === 1) ? await this.addressOf(projectId) : null;
     const resolved = Object.fromEntries(
       rows.map((row) => {
         const stored = this.plaintext(projectId, row);

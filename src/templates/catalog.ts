@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import { REFERENCE_FIELDS } from '../databases/references.js';
 import { DATABASE_TYPES } from '../domain/database.js';
 import { CPU_BOUNDS, DECIMAL_PATTERN, inBounds, RAM_BOUNDS } from '../projects/resources.js';
 
@@ -79,13 +80,11 @@ export type CatalogView = Static<typeof CatalogViewSchema>;
 
 /** `${password:32}`, `${hex:64}`, `${base64:32}`, `${uuid}`: filled once at instantiation, kept as secrets. */
 export const GENERATOR = /\$\{(password|hex|base64):([0-9]{1,3})\}|\$\{uuid\}/g;
-/** `${url}` and `${domain}`: the instance's address, at every deploy. */
-export const ADDRESS = /\$\{(url|domain)\}/g;
 /** `${{databases.<type>.<field>}}`: the database the template declared. */
 export const TEMPLATE_DB_REF = /\$\{\{\s*databases\.([a-z]+)\.([a-z_]+)\s*\}\}/g;
 const ANY_PLACEHOLDER = /\$\{\{?[^}]*\}?\}/g;
 
-const DB_FIELDS = ['connection_string', 'host', 'port', 'username', 'password', 'database_name', 'key_prefix'];
+const DB_FIELDS: readonly string[] = REFERENCE_FIELDS;
 
 export class CatalogError extends Error {
   constructor(

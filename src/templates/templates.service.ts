@@ -12,7 +12,7 @@ import type { ProjectPatch, ProjectService } from '../projects/projects.service.
 import { resolveProject, templateRef } from '../projects/resolve.js';
 import { projectView, type DeploymentView } from '../projects/views.js';
 import type { Access } from '../tenancy/context.js';
-import { Catalog, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
+import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
 
 /** A template instance as the API shows it (docs/templates.md#instances). */
 export interface TemplateInstanceView {
@@ -121,9 +121,9 @@ export class TemplateService {
   private initialEnv(entry: CatalogEntry, databaseSlug: string | null): { key: string; value: string; secret: boolean }[] {
     const bytes = (n: number): Buffer => this.deps.random.bytes(n);
     return Object.entries(entry.env).map(([key, template]) => {
-      const generated = /\$\{(password|hex|base64):[0-9]{1,3}\}|\$\{uuid\}/.test(template);
+      const generated = template.search(GENERATOR) !== -1;
       const value = template
-        .replace(/\$\{(password|hex|base64):([0-9]{1,3})\}|\$\{uuid\}/g, (_text, kind: string | undefined, n: string | undefined) => {
+        .replace(GENERATOR, (_text, kind: string | undefined, n: string | undefined) => {
           const size = Number(n);
           if (kind === 'password') return generatePassword(bytes, size);
           if (kind === 'hex') return bytes(size).toString('hex');

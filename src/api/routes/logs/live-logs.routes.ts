@@ -59,46 +59,46 @@ export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live
   const { projects } = services;
 
   for (const scope of SCOPES) {
-  app.route({
-    method: 'GET',
-    url: `${scope.prefix}/live-logs`,
-    config: { action: 'workspace.read', stream: true },
-    schema: {
-      tags: ['Logs'],
-      summary:
-        `WebSocket: the ${scope.what}'s runtime log, the last \`tail\` lines (0..1000, default 100) or every line after \`since\` (a line id, RFC 3339 or Unix ms), then every new line; \`format\` \`text\` (default) or \`json\`; refusals arrive as one \`[ERROR] <sentence>\` frame`,
-      params: Type.Object({ slug: Type.String(), [scope.param]: Type.String() }),
-      response: { ...authErrors },
-    },
-    // A plain HTTP GET: refuse like any route would (the project must exist), or point at the handshake.
-    handler: async (req) => {
-      if (req.refusal !== null) throw req.refusal;
-      await projects.get(accessOf(req), scope.ref(req.params));
-      throw invalid('This is a WebSocket stream: open it with a WebSocket handshake.');
-    },
-    wsHandler: (socket, req) => {
-      serveStream(socket, req, async () => {
+    app.route({
+      method: 'GET',
+      url: `${scope.prefix}/live-logs`,
+      config: { action: 'workspace.read', stream: true },
+      schema: {
+        tags: ['Logs'],
+        summary:
+          `WebSocket: the ${scope.what}'s runtime log, the last \`tail\` lines (0..1000, default 100) or every line after \`since\` (a line id, RFC 3339 or Unix ms), then every new line; \`format\` \`text\` (default) or \`json\`; refusals arrive as one \`[ERROR] <sentence>\` frame`,
+        params: Type.Object({ slug: Type.String(), [scope.param]: Type.String() }),
+        response: { ...authErrors },
+      },
+      // A plain HTTP GET: refuse like any route would (the project must exist), or point at the handshake.
+      handler: async (req) => {
         if (req.refusal !== null) throw req.refusal;
-        const { start, format } = liveQuery(req.query as Record<string, unknown>);
-        const project = await projects.get(accessOf(req), scope.ref(req.params));
-        // written without waiting: the feed serves every client of the project at once
-        const sub = live.subscribe(project.id, start, {
-          write: (entry, written) => {
-            if (socket.readyState === socket.OPEN) socket.send(liveFrame(entry, format), written);
-            else written();
-          },
-          get bufferedAmount() {
-            return socket.bufferedAmount;
-          },
+        await projects.get(accessOf(req), scope.ref(req.params));
+        throw invalid('This is a WebSocket stream: open it with a WebSocket handshake.');
+      },
+      wsHandler: (socket, req) => {
+        serveStream(socket, req, async () => {
+          if (req.refusal !== null) throw req.refusal;
+          const { start, format } = liveQuery(req.query as Record<string, unknown>);
+          const project = await projects.get(accessOf(req), scope.ref(req.params));
+          // written without waiting: the feed serves every client of the project at once
+          const sub = live.subscribe(project.id, start, {
+            write: (entry, written) => {
+              if (socket.readyState === socket.OPEN) socket.send(liveFrame(entry, format), written);
+              else written();
+            },
+            get bufferedAmount() {
+              return socket.bufferedAmount;
+            },
+          });
+          socket.on('close', () => {
+            sub.close();
+          });
+          // the client may have gone while the project was read
+          if (socket.readyState !== socket.OPEN) sub.close();
+          await sub.done;
         });
-        socket.on('close', () => {
-          sub.close();
-        });
-        // the client may have gone while the project was read
-        if (socket.readyState !== socket.OPEN) sub.close();
-        await sub.done;
-      });
-    },
-  });
+      },
+    });
   }
 };
