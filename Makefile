@@ -83,7 +83,7 @@ bench-router: build
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
 
-.PHONY: bench-deploy bench-memory bench-api bench-log-ingest bench-log-query bench-log-live bench-databases
+.PHONY: bench-deploy bench-memory bench-api bench-log-ingest bench-log-query bench-log-live bench-databases bench-metering
 
 ## The API's authenticated hot path (wrk): `slipway serve` vs a minimal Fastify handler, on SQLite and PostgreSQL.
 bench-api: build
@@ -120,3 +120,7 @@ bench-databases: build
 	@bash scripts/ensure-docker.sh
 	@bash scripts/ensure-db-images.sh
 	npx tsx bench/databases.bench.ts
+
+## One usage-metering pass over 1,000 running resources on SQLite and PostgreSQL, beside hand-written prepared statements (goal: <= 1 s on SQLite, <= 1 ledger row per workspace per hour).
+bench-metering: build
+	@url=$$(bash scripts/ensure-postgres.sh) && npx tsx bench/metering.bench.ts --pg-url "$$url"

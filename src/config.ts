@@ -8,6 +8,8 @@ import { DATABASE_TYPES, type DatabaseType } from './domain/database.js';
 import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
 import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
+import type { BillingPolicy } from './billing/policy.js';
+import { decimalToNanos, isCurrency } from './domain/money.js';
 
 /** Where something listens: `:3000` means every interface. */
 export interface ListenAddress {
@@ -29,6 +31,10 @@ export interface Config {
   adminEmail: string;
   startingCredit: number;
   currency: string;
+  billing: BillingPolicy;
+  /** the gateway behind each top-up path; null: the sandbox */
+  stripe: { secretKey: string; webhookSecret: string; apiUrl: string } | null;
+  paystack: { secretKey: string; apiUrl: string } | null;
   /** proxies whose X-Forwarded-For names the client (for per-address limits and logs) */
   trustProxy: string[];
   /** HMAC secret of GitHub App webhook deliveries (POST /api/webhooks/github); empty: that route answers 503 */
@@ -162,6 +168,17 @@ export const SETTINGS = [
   { flag: 'database-shared-redis', env: 'SLIPWAY_DATABASE_SHARED_REDIS', def: '', help: 'administrative URL of an existing Redis 6.2+ server (`redis://default:password@host:6379`, a user allowed ACL): redis databases are then an ACL user limited to its own key prefix there; empty: containers' },
   { flag: 'database-shared-mongo', env: 'SLIPWAY_DATABASE_SHARED_MONGO', def: '', help: 'administrative URL of an existing MongoDB server (`mongodb://admin:password@host:27017/?authSource=admin`, with userAdminAnyDatabase): mongo databases are then a user in admin owning a database of its own there; empty: containers' },
   { flag: 'template-catalog', env: 'SLIPWAY_TEMPLATE_CATALOG', def: '', help: 'a JSON file of template catalog entries (the schema of catalog/templates.json) added to the shipped catalog; an entry with a shipped key replaces it; every entry is checked at start; empty: the shipped catalog alone' },
+  { flag: 'price-vcpu-minute', env: 'SLIPWAY_PRICE_VCPU_MINUTE', def: '0.000463', help: 'price of one vCPU for one minute, in major units of --currency (up to nine decimals); a project pays replicas × cpu of it every minute it runs' },
+  { flag: 'price-gib-minute', env: 'SLIPWAY_PRICE_GIB_MINUTE', def: '0.000231', help: 'price of one GiB of memory for one minute (replicas × ram of a project)' },
+  { flag: 'price-database-gib-minute', env: 'SLIPWAY_PRICE_DATABASE_GIB_MINUTE', def: '0.000231', help: 'price of one GiB of a managed database\'s memory (--database-memory) for one minute' },
+  { flag: 'billing-grace', env: 'SLIPWAY_BILLING_GRACE', def: '86400', help: 'seconds a workspace\'s running work goes on once its wallet is empty (its owners are warned); then it is stopped and marked suspended until a top-up' },
+  { flag: 'topup-min', env: 'SLIPWAY_TOPUP_MIN', def: '100', help: 'smallest top-up, in minor units of --currency (100 = 1.00)' },
+  { flag: 'topup-max', env: 'SLIPWAY_TOPUP_MAX', def: '1000000', help: 'largest top-up, in minor units (1000000 = 10,000.00)' },
+  { flag: 'stripe-secret-key', env: 'SLIPWAY_STRIPE_SECRET_KEY', def: '', help: 'Stripe secret key (sk_…): top-ups through gatewaya become Stripe Checkout Sessions; empty: gatewaya is the sandbox, which confirms at once. Give it in the environment (never logged)' },
+  { flag: 'stripe-webhook-secret', env: 'SLIPWAY_STRIPE_WEBHOOK_SECRET', def: '', help: 'signing secret (whsec_…) of the Stripe webhook endpoint POST /api/webhooks/payments/gatewaya (needed with --stripe-secret-key)' },
+  { flag: 'stripe-api-url', env: 'SLIPWAY_STRIPE_API_URL', def: 'https://api.stripe.com', help: 'where Stripe\'s API is reached' },
+  { flag: 'paystack-secret-key', env: 'SLIPWAY_PAYSTACK_SECRET_KEY', def: '', help: 'Paystack secret key (sk_…): top-ups through gatewayb become Paystack transactions, whose webhooks (POST /api/webhooks/payments/gatewayb) are signed with this key; empty: gatewayb is the sandbox. Give it in the environment (never logged)' },
+  { flag: 'paystack-api-url', env: 'SLIPWAY_PAYSTACK_API_URL', def: 'https://api.paystack.co', help: 'where Paystack\'s API is reached' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -294,7 +311,43 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     problems.push(`${where('starting-credit')} must be a whole number of minor units, 0 or more (got "${raw('starting-credit')}").`);
   }
   const currency = raw('currency').toUpperCase();
-  if (!/^[A-Z]{3}$/.test(currency)) problems.push(`${where('currency')} must be a three-letter ISO 4217 code like USD.`);
+  if (!isCurrency(currency)) problems.push(`${where('currency')} must be an ISO 4217 currency code like USD (got "${raw('currency')}").`);
+
+  function price(name: SettingName): bigint {
+    const n = decimalToNanos(raw(name));
+    if (n === null) problems.push(`${where(name)} must be a decimal number, 0 or more, with at most nine decimals, like 0.000463 (got "${raw(name)}").`);
+    return n ?? 0n;
+  }
+  function billing(): BillingPolicy {
+    const topupMin = wholeNumber('topup-min', 1, 1_000_000_000_000);
+    const topupMax = wholeNumber('topup-max', 1, 1_000_000_000_000);
+    if (topupMin > topupMax) problems.push(`${where('topup-min')} must not exceed ${where('topup-max')}.`);
+    return {
+      prices: { vcpuMinute: price('price-vcpu-minute'), gibMinute: price('price-gib-minute'), databaseGibMinute: price('price-database-gib-minute') },
+      graceMs: wholeNumber('billing-grace', 0, 365 * 86400) * 1000,
+      topupMin,
+      topupMax,
+    };
+  }
+  function apiUrl(name: SettingName): string {
+    const url = raw(name).replace(/\/+$/, '');
+    if (!/^https?:\/\/[^/]+/.test(url)) problems.push(`${where(name)} must be an http(s):// URL (got "${raw(name)}").`);
+    return url;
+  }
+  function stripe(): Config['stripe'] {
+    const secretKey = raw('stripe-secret-key');
+    const webhookSecret = raw('stripe-webhook-secret');
+    if (secretKey === '') {
+      if (webhookSecret !== '') problems.push(`${where('stripe-webhook-secret')} is set without ${where('stripe-secret-key')}.`);
+      return null;
+    }
+    if (webhookSecret === '') problems.push(`${where('stripe-secret-key')} needs ${where('stripe-webhook-secret')}: without it no payment could ever be confirmed.`);
+    return { secretKey, webhookSecret, apiUrl: apiUrl('stripe-api-url') };
+  }
+  function paystack(): Config['paystack'] {
+    const secretKey = raw('paystack-secret-key');
+    return secretKey === '' ? null : { secretKey, apiUrl: apiUrl('paystack-api-url') };
+  }
   const adminEmail = raw('admin-email');
   if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
 
@@ -372,6 +425,9 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     adminEmail,
     startingCredit,
     currency,
+    billing: billing(),
+    stripe: stripe(),
+    paystack: paystack(),
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),
     githubWebhookSecret: raw('github-webhook-secret'),
     publicUrl: publicUrl(),

@@ -1,6 +1,8 @@
 import { Catalog, CatalogError, SHIPPED_CATALOG } from './templates/catalog.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from './build/index.js';
+import { PaystackGateway } from './billing/gateways/paystack.js';
+import { StripeGateway } from './billing/gateways/stripe.js';
 import type { Config } from './config.js';
 import type { Deps } from './deps.js';
 import { idSource, systemClock, systemRandom } from './domain/clock.js';
@@ -54,11 +56,21 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       logMaxBytesPerProject: config.logMaxBytesPerProject,
       databases: config.databases,
       templates: loadCatalog(config),
+      billing: config.billing,
     },
+    gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
     // last: nothing after it can fail and leave it open. The caller closes it with the store.
     logs: openLogStore(store, sqliteLogFile(config.databaseUrl.replace(/^sqlite:/, ''))),
+  };
+}
+
+/** The payment gateway of each top-up path that has keys configured; the others are the sandbox. */
+function gateways(config: Config): Deps['gateways'] {
+  return {
+    ...(config.stripe === null ? {} : { gatewaya: new StripeGateway({ name: 'gatewaya', ...config.stripe }) }),
+    ...(config.paystack === null ? {} : { gatewayb: new PaystackGateway({ name: 'gatewayb', ...config.paystack }) }),
   };
 }
 

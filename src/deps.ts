@@ -1,3 +1,5 @@
+import type { BillingPolicy } from './billing/policy.js';
+import type { GatewayName, PaymentGateway } from './billing/gateways/gateway.js';
 import type { Catalog } from './templates/catalog.js';
 import type { DatabasePolicy } from './databases/policy.js';
 import type { Clock, IdSource, Random } from './domain/clock.js';
@@ -31,6 +33,8 @@ export interface Platform {
   databases?: Partial<DatabasePolicy>;
   /** the template catalog (the shipped one where absent) */
   templates?: Catalog;
+  /** prices, grace period, top-up bounds (DEFAULT_BILLING_POLICY where absent) */
+  billing?: Partial<BillingPolicy>;
 }
 
 /** 1 GiB of messages per project (`--log-max-bytes-per-project`). */
@@ -63,4 +67,6 @@ export interface Deps {
   mailer?: Mailer | undefined;
   /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
   github?: GitHubIntegration | undefined;
+  /** the payment gateway of each top-up path (`--stripe-*`, `--paystack-*`); absent: the sandbox, which confirms at once */
+  gateways?: Partial<Record<GatewayName, PaymentGateway>> | undefined;
 }

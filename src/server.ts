@@ -1,3 +1,4 @@
+import { allWork, BillingWorker } from './billing/worker.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -137,6 +138,9 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   });
   databases.start();
   services.databases.attach(databases);
+  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log);
+  services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
+  billing.start();
   return {
     wake: () => { orchestrator.wake(); },
     stop: (project, deployment) => orchestrator.stop(project, deployment),
@@ -146,6 +150,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     databaseHealth: (databaseId) => orchestrator.databaseHealth(databaseId),
     shutdown: async () => {
       services.databases.attach(null);
+      services.wallets.onCredited = () => undefined;
+      await billing.stop();
       await databases.stop();
       await collector.stop();
       await orchestrator.shutdown();

@@ -29,7 +29,7 @@ import { analyzeRoutes } from './routes/logs/analyze.routes.js';
 import { LogAnalysisService } from '../logs/analysis.service.js';
 import { LlmAnalyzer, type LlmOptions } from '../logs/llm.js';
 import { projectRoutes } from './routes/projects/projects.routes.js';
-import { walletRoutes } from './routes/wallet/wallet.routes.js';
+import { paymentWebhookRoutes, walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
 import { uptimeRoutes } from './routes/uptime/uptime.routes.js';
 import { webhookRoutes } from './routes/webhooks/webhooks.routes.js';
@@ -184,6 +184,7 @@ export async function buildApp(deps: AppDeps) {
       : new LlmAnalyzer({ ...deps.llm, onFallback: (reason) => { app.log.warn({ reason }, 'log analysis: the model gave no usable answer; the built-in analysis was returned'); } });
   await app.register(analyzeRoutes, { analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm) });
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
+  await app.register(paymentWebhookRoutes, { services });
 
   return { app, services: services satisfies Services };
 }

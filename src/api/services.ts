@@ -54,7 +54,7 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
   const installations = new GitHubInstallationService(deps);
   const queue = new DeployQueue(deps, LEASE_MS);
   const engine = new EngineHandle();
-  const projects = new ProjectService(deps, () => engine);
+  const projects = new ProjectService(deps, () => engine, wallets);
   const git = new GitService(deps);
   const deploys = new DeployService(deps, queue, wallets, engine);
   const envVars = new EnvService(deps);

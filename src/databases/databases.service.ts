@@ -167,6 +167,33 @@ export class DatabaseService {
   }
 
   /** Tells the leader's worker there is work (after a transaction that stored prepared databases). */
+  /**
+   * Billing stops the workspace's databases (WorkControl): `running` ones become `suspended`; the
+   * leader's worker removes their servers and keeps their volumes. Returns how many.
+   */
+  async suspendWorkspace(workspaceId: string): Promise<number> {
+    return this.moveAll(workspaceId, 'running', 'suspended', 'Suspended: the workspace\'s wallet stayed empty past the grace period. Its data is kept; a top-up starts it again.');
+  }
+
+  /** After a top-up: `suspended` databases are `running` again; the worker starts their servers on their volumes. */
+  async resumeWorkspace(workspaceId: string): Promise<number> {
+    return this.moveAll(workspaceId, 'suspended', 'running', 'Resumed after a top-up: its server starts again on its volume.');
+  }
+
+  private async moveAll(workspaceId: string, from: DatabaseStatus, to: DatabaseStatus, message: string): Promise<number> {
+    let moved = 0;
+    const now = iso(this.deps.clock.now());
+    for (const row of await this.deps.store.repos.databases.inWorkspace(workspaceId)) {
+      if (row.status !== from || row.provisioner !== 'container') continue;
+      if (await this.deps.store.repos.databases.update(row.id, from, { status: to, updated_at: now })) {
+        await this.deps.store.repos.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message });
+        moved++;
+      }
+    }
+    if (moved > 0) this.work.wake();
+    return moved;
+  }
+
   wake(): void {
     this.work.wake();
   }

@@ -388,6 +388,17 @@ export class DatabaseWorker {
       }
     }
     const present = new Map(containers.map((c) => [c.labels[DATABASE_LABEL], c]));
+    // suspended (billing): the server goes, the volume stays; `running` again recreates it below
+    for (const row of await repos.withStatus(['suspended'])) {
+      const c = present.get(row.id);
+      if (c === undefined || this.busy.has(row.id)) continue;
+      try {
+        await this.o.runtime.remove(c.id);
+        this.o.log.info({ database: row.id }, 'stopped the server of a suspended database; its volume is kept');
+      } catch (err) {
+        this.o.log.warn({ err, database: row.id }, 'database worker: cannot stop the server of a suspended database');
+      }
+    }
     for (const row of await repos.withStatus(['running'])) {
       if (row.provisioner !== 'container') continue;
       const c = present.get(row.id);

@@ -174,6 +174,54 @@ export class DeployService {
     await this.deps.store.repos.webhookDeliveries.release(receiver, deliveryId);
   }
 
+  /**
+   * Billing stops a workspace's work once its wallet stayed empty past the grace period: every
+   * serving deployment of its projects and template instances is stopped (images, volumes and
+   * data are kept) and the project marked `suspended`. Idempotent. Returns the projects stopped.
+   */
+  async suspendWorkspace(workspaceId: string): Promise<number> {
+    const { projects, deployments } = this.deps.store.repos;
+    let stopped = 0;
+    for (const kind of ['project', 'template'] as const) {
+      for (const project of await projects.list(workspaceId, kind)) {
+        const current = await deployments.serving(project.id);
+        if (current?.status === 'running') {
+          const row = await this.queue.advance(current.id, null, { kind: 'stop' });
+          if (row !== null) {
+            await this.engine.stop(project, current);
+            stopped++;
+          }
+        }
+        if (current?.status === 'running' || project.status === 'running' || project.status === 'crashed') {
+          await projects.setStatus(project.id, 'suspended', iso(this.deps.clock.now()));
+        }
+      }
+    }
+    return stopped;
+  }
+
+  /**
+   * A top-up brought the wallet back above 0: every `suspended` project runs the image it ran
+   * before again (a redeploy). Returns the deployments queued.
+   */
+  async resumeWorkspace(workspaceId: string): Promise<number> {
+    const { projects, deployments } = this.deps.store.repos;
+    let queued = 0;
+    for (const kind of ['project', 'template'] as const) {
+      for (const project of await projects.list(workspaceId, kind)) {
+        if (project.status !== 'suspended') continue;
+        const last = (await deployments.page(project.id, 20, 0)).find((d) => d.image !== null && (d.status === 'stopped' || d.status === 'running'));
+        if (last?.image == null) {
+          await projects.setStatus(project.id, 'stopped', iso(this.deps.clock.now()));
+          continue;
+        }
+        await this.enqueue({ projectId: project.id, source: 'redeploy', image: last.image, branch: last.branch, commitSha: last.commit_sha, commitMessage: last.commit_message });
+        queued++;
+      }
+    }
+    return queued;
+  }
+
   private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
     try {
       await this.wallets.requireFunds(p.workspace_id);

@@ -10,9 +10,11 @@ export const isDatabaseType = (value: string): value is DatabaseType => (DATABAS
 
 /**
  * `provisioning` until a real login with the credentials succeeded, then `running`; `failed`
- * with a readable error; `deleting` while its container and volume are removed.
+ * with a readable error; `deleting` while its container and volume are removed; `suspended`
+ * while its workspace's wallet stays empty past the grace period (its server stopped, its
+ * volume kept; `running` again after a top-up).
  */
-export const DATABASE_STATUSES = ['provisioning', 'running', 'failed', 'deleting'] as const;
+export const DATABASE_STATUSES = ['provisioning', 'running', 'failed', 'deleting', 'suspended'] as const;
 export type DatabaseStatus = (typeof DATABASE_STATUSES)[number];
 
 export const DATABASE_PROVISIONERS = ['container', 'shared'] as const;

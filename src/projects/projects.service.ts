@@ -45,6 +45,8 @@ export class ProjectService {
   constructor(
     private readonly deps: Deps,
     private readonly engine: () => Pick<Engine, 'pods' | 'routesChanged'>,
+    /** scaling up is paid work (docs/billing.md#payment-required) */
+    private readonly funds: { requireFunds(workspaceId: string): Promise<void> } = { requireFunds: () => Promise.resolve() },
   ) {}
 
   async create(access: Access, input: ProjectInput): Promise<ProjectView> {
@@ -140,6 +142,9 @@ export class ProjectService {
       ...(patch.ram === undefined ? {} : { ram: canonical(patch.ram) }),
       updated_at: iso(this.deps.clock.now()),
     };
+    // More replicas, vCPU or memory cost more every minute: not without credit (nothing is saved then).
+    const grows = next.replicas > row.replicas || Number(next.cpu) > Number(row.cpu) || Number(next.ram) > Number(row.ram);
+    if (grows) await this.funds.requireFunds(row.workspace_id);
     await this.deps.store.repos.projects.update(row.id, { name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at });
     return this.view(access, next);
   }

@@ -18,8 +18,10 @@ export async function refreshProjectStatus({ projects, deployments }: StatusSour
   // The deployment that ended last decides (a stop after a failed deploy means `stopped`).
   const lastFinal = await deployments.newestStatus(projectId, FINAL, 'finished_at');
   const current = await projects.status(projectId);
-  // `crashed` and `suspended` are set by the reconciler and billing; a serving deployment keeps them.
-  const status = serving && (current === 'crashed' || current === 'suspended') && active === null ? current : projectStatusOf(active, serving, lastFinal);
+  // `crashed` is set by the reconciler, a serving deployment keeps it; `suspended` is set by
+  // billing and kept until a deployment starts (the resume after a top-up, or a deploy).
+  const keep = active === null && ((serving && current === 'crashed') || current === 'suspended');
+  const status = keep ? current : projectStatusOf(active, serving, lastFinal);
   await projects.setStatus(projectId, status, now);
   return status;
 }

@@ -78,7 +78,7 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
 
   it('answers 402 when the wallet is empty, and creates nothing', async () => {
     const poor = await makeWorkspace(s);
-    await s.store.db.updateTable('wallets').set({ balance: 0 }).where('workspace_id', '=', poor.id).execute();
+    await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', poor.id).execute();
     const r = await s.request('POST', `/api/workspaces/${poor.slug}/databases`, { key: poor.owner.key, body: { name: 'db', type: 'redis' } });
     expect(r.status).toBe(402);
     expect((await s.request<DatabaseView[]>('GET', `/api/workspaces/${poor.slug}/databases`, { key: poor.owner.key })).body.data).toEqual([]);

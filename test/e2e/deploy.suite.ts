@@ -244,12 +244,12 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
   });
 
   it('refuses paid work with 402 when the wallet is empty', async () => {
-    await s.store.db.updateTable('wallets').set({ balance: 0 }).where('workspace_id', '=', w.id).execute();
+    await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', w.id).execute();
     try {
       const r = await s.request('POST', path(`${project}/deploy`), { key: w.member.key });
       expect(r).toMatchObject({ status: 402, body: { success: false } });
     } finally {
-      await s.store.db.updateTable('wallets').set({ balance: 500 }).where('workspace_id', '=', w.id).execute();
+      await s.store.db.updateTable('wallets').set({ balance_micros: 5_000_000 }).where('workspace_id', '=', w.id).execute();
     }
   });
 });

@@ -128,6 +128,14 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/live-logs', who: 'member', ok: 400, path: (f) => `${proj(f)}/live-logs` },
   { method: 'GET', url: '/api/workspaces/:slug/wallet', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet` },
   { method: 'PUT', url: '/api/workspaces/:slug/wallet/alert-threshold', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/alert-threshold`, body: () => ({ threshold: 100 }) },
+  { method: 'GET', url: '/api/workspaces/:slug/wallet/usage', who: 'member', ok: 200, path: (f) => `${ws(f)}/wallet/usage` },
+  { method: 'GET', url: '/api/workspaces/:slug/wallet/transactions', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/transactions?page=1&limit=5` },
+  { method: 'GET', url: '/api/workspaces/:slug/wallet/payments', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/payments` },
+  // the sandbox gateway (no keys configured) confirms at once
+  { method: 'POST', url: '/api/workspaces/:slug/wallet/topup/gatewaya', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/topup/gatewaya`, body: () => ({ amount: 10 }) },
+  { method: 'POST', url: '/api/workspaces/:slug/wallet/topup/gatewayb', who: 'admin', ok: 200, path: (f) => `${ws(f)}/wallet/topup/gatewayb`, body: () => ({ amount: 1000 }) },
+  // the sandbox takes no webhooks: any delivery is refused as unsigned
+  { method: 'POST', url: '/api/webhooks/payments/:gateway', who: 'public', ok: 401, path: () => '/api/webhooks/payments/gatewaya', body: () => ({ id: 'evt_1', type: 'checkout.session.completed' }) },
 
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains` },
   { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/domains', who: 'member', ok: 201, path: (f) => `${proj(f)}/domains`, body: () => ({ domain: `perm-${(slugs++).toString()}.example.com` }) },

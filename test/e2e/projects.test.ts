@@ -230,12 +230,18 @@ describe.each(STORE_KINDS)('deployments list and wallet on %s', (kind) => {
 
   it('shows the starting credit in minor units and records it in the ledger', async () => {
     const r = await s.request('GET', `/api/workspaces/${w.slug}/wallet`, { key: w.member.key });
-    expect(r.body).toEqual({ success: true, data: { balance: 1234, currency: 'EUR', alert_threshold: 0 } });
+    expect(r.body).toEqual({ success: true, data: { balance: 1234, currency: 'EUR', alert_threshold: 0, unbilled: 0, available: 1234, state: 'active', suspends_at: null } });
     const created = await s.request<{ slug: string }>('POST', '/api/workspaces', { key: w.member.key, body: { name: 'fresh', slug: `fresh-${kind}` } });
     const fresh = await s.request('GET', `/api/workspaces/${created.body.data?.slug ?? ''}/wallet`, { key: w.member.key });
     expect(fresh.body.data).toMatchObject({ balance: 1234, currency: 'EUR' });
     const ledger = await s.store.db.selectFrom('wallet_transactions').selectAll().innerJoin('workspaces', 'workspaces.id', 'wallet_transactions.workspace_id').where('workspaces.slug', '=', `fresh-${kind}`).execute();
-    expect(ledger.map((t) => [t.type, Number(t.amount), Number(t.balance_after)])).toEqual([['adjustment', 1234, 1234]]);
+    expect(ledger.map((t) => [t.type, Number(t.amount_micros) / 10_000, Number(t.balance_after_micros) / 10_000])).toEqual([['adjustment', 1234, 1234]]);
+    // once per user: the same user's second workspace starts empty, and so does one made again after deleting the first
+    const second = await s.request<{ slug: string }>('POST', '/api/workspaces', { key: w.member.key, body: { name: 'second', slug: `second-${kind}` } });
+    expect((await s.request('GET', `/api/workspaces/${second.body.data?.slug ?? ''}/wallet`, { key: w.member.key })).body.data).toMatchObject({ balance: 0, available: 0 });
+    expect((await s.request('DELETE', `/api/workspaces/fresh-${kind}`, { key: w.member.key })).status).toBe(200);
+    const third = await s.request<{ slug: string }>('POST', '/api/workspaces', { key: w.member.key, body: { name: 'third', slug: `third-${kind}` } });
+    expect((await s.request('GET', `/api/workspaces/${third.body.data?.slug ?? ''}/wallet`, { key: w.member.key })).body.data).toMatchObject({ balance: 0 });
   });
 
   it('sets the alert threshold (owner/admin only, non-negative integer)', async () => {

@@ -218,7 +218,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const poor = await makeWorkspace(s);
     await s.request('POST', `/api/workspaces/${poor.slug}/templates`, { key: poor.owner.key, body: { name: 'cheap', template_name: 'hello-template' } });
     await s.request('POST', `/api/workspaces/${poor.slug}/templates/cheap/envs`, { key: poor.owner.key, body: [{ key: 'GREETING', value: 'x' }] });
-    await s.store.db.updateTable('wallets').set({ balance: 0 }).where('workspace_id', '=', poor.id).execute();
+    await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', poor.id).execute();
     expect((await s.request('POST', `/api/workspaces/${poor.slug}/templates`, { key: poor.owner.key, body: { name: 'db', template_name: 'hello-postgres' } })).status).toBe(402);
     expect((await s.request('POST', `/api/workspaces/${poor.slug}/templates/cheap/deploy`, { key: poor.owner.key, body: { mode: 'image' } })).status).toBe(402);
   });

@@ -337,7 +337,7 @@ describe.each(STORE_KINDS)('repository webhooks (one secret per Git connection) 
   it('skips a project whose workspace wallet is empty', async () => {
     const name = repo();
     const broke = await makeWorkspace(s);
-    await s.store.db.updateTable('wallets').set({ balance: 0 }).where('workspace_id', '=', broke.id).execute();
+    await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', broke.id).execute();
     const p = await connect(s, broke, name);
     const r = await push(p, pushPayload(name, 'refs/heads/main'));
     expect(r.status).toBe(202);

@@ -76,7 +76,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -94,6 +94,7 @@ export async function startTestServer(
     platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', templates: testCatalog(), ...opts.platform },
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
+    ...(opts.gateways === undefined ? {} : { gateways: opts.gateways }),
   };
   const logs: string[] = [];
   const stream = new Writable({

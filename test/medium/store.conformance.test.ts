@@ -68,6 +68,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-26T000000-runtime-logs',
         '2026-11-27T000000-databases',
         '2026-11-28T000000-templates',
+        '2026-11-29T000000-billing',
       ]);
     } finally {
       await again.close();
@@ -142,9 +143,9 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     const wid = id('w');
     await store.transaction((tx) => tx.workspaces.create({ workspace: workspaceRow(wid), ownerId: uid, creatorId: uid, wallet: { currency: 'EUR', credit: 500, ledgerId: id('l') } }));
     expect(await store.repos.members.accessBySlug(wid, uid)).toEqual({ workspace: workspaceRow(wid), role: 'owner' });
-    expect(await store.repos.wallets.get(wid)).toEqual({ balance: 500, currency: 'EUR', alert_threshold: 0 });
-    const ledger = await store.db.selectFrom('wallet_transactions').select(['type', 'amount', 'balance_after']).where('workspace_id', '=', wid).execute();
-    expect(ledger.map((r) => [r.type, toNumber(r.amount), toNumber(r.balance_after)])).toEqual([['adjustment', 500, 500]]);
+    expect(await store.repos.wallets.get(wid)).toEqual({ workspace_id: wid, balance_micros: 5_000_000, currency: 'EUR', alert_threshold: 0, empty_since: null, alerts_sent: new Set() });
+    const ledger = await store.db.selectFrom('wallet_transactions').select(['type', 'amount_micros', 'balance_after_micros']).where('workspace_id', '=', wid).execute();
+    expect(ledger.map((r) => [r.type, toNumber(r.amount_micros), toNumber(r.balance_after_micros)])).toEqual([['adjustment', 5_000_000, 5_000_000]]);
     expect(await store.transaction((tx) => tx.workspaces.lockAndCountCreatedBy(uid))).toBe(1);
     // No credit, no ledger row; not counted for anyone.
     const other = await workspace(store.repos, uid);
@@ -447,7 +448,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
       const full = await createStore(old.url);
       try {
         const wallet = await full.repos.wallets.get('w-old');
-        expect([wallet?.balance, wallet?.currency, wallet?.alert_threshold]).toEqual([0, 'USD', 0]);
+        expect([wallet?.balance_micros, wallet?.currency, wallet?.alert_threshold]).toEqual([0, 'USD', 0]);
       } finally {
         await full.close();
       }

@@ -12,6 +12,7 @@ import * as m20261125T090000 from './2026-11-25T090000-workspace-creators.js';
 import * as m20261126T000000 from './2026-11-26T000000-runtime-logs.js';
 import * as m20261127T000000 from './2026-11-27T000000-databases.js';
 import * as m20261128T000000 from './2026-11-28T000000-templates.js';
+import * as m20261129T000000 from './2026-11-29T000000-billing.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -34,6 +35,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-26T000000-runtime-logs': m20261126T000000,
   '2026-11-27T000000-databases': m20261127T000000,
   '2026-11-28T000000-templates': m20261128T000000,
+  '2026-11-29T000000-billing': m20261129T000000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -3,6 +3,7 @@ import type { Dialect } from '../dialects.js';
 import type { AccessCache } from './access-cache.js';
 import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { BillingRepository } from './billing.js';
 import { BuildLogRepository } from './build-logs.js';
 import { DatabaseRepository } from './databases.js';
 import { DeployQueueRepository } from './deploy-queue.js';
@@ -15,6 +16,7 @@ import { InvitationRepository } from './invitations.js';
 import { LeaseRepository } from './leases.js';
 import { MemberRepository } from './members.js';
 import { MetaRepository } from './meta.js';
+import { PaymentRepository } from './payments.js';
 import { ProjectRepository } from './projects.js';
 import { UptimeRepository } from './uptime.js';
 import { UserRepository } from './users.js';
@@ -39,6 +41,8 @@ export interface Repositories {
   env: EnvRepository;
   domains: DomainRepository;
   wallets: WalletRepository;
+  billing: BillingRepository;
+  payments: PaymentRepository;
   installations: InstallationRepository;
   uptime: UptimeRepository;
   databases: DatabaseRepository;
@@ -63,6 +67,8 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     env: new EnvRepository(db, dialect, cache),
     domains: new DomainRepository(db, dialect, cache),
     wallets: new WalletRepository(db, dialect, cache),
+    billing: new BillingRepository(db, dialect, cache),
+    payments: new PaymentRepository(db, dialect, cache),
     installations: new InstallationRepository(db, dialect, cache),
     uptime: new UptimeRepository(db, dialect, cache),
     databases: new DatabaseRepository(db, dialect, cache),
@@ -84,5 +90,7 @@ export type { MemberDetail } from './members.js';
 export type { ProjectRow } from './projects.js';
 export type { UptimeMonitorRow } from './uptime.js';
 export type { UserRow } from './users.js';
-export type { Wallet } from './wallets.js';
+export type { LedgerEntry, LedgerRow, Wallet } from './wallets.js';
+export type { Meter, RunningResource, Usage } from './billing.js';
+export type { PaymentRow } from './payments.js';
 export type { NewWorkspace, WorkspaceAccess, WorkspaceRow } from './workspaces.js';

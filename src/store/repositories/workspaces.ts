@@ -2,7 +2,9 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
 import { lockClause, toNumber } from '../dialects.js';
 import type { DB, WorkspacesTable } from '../schema.js';
+import { microsPerMinor } from '../../domain/money.js';
 import { Repository } from './repository.js';
+import { WalletRepository } from './wallets.js';
 
 export type WorkspaceRow = Selectable<WorkspacesTable>;
 
@@ -19,7 +21,7 @@ export interface NewWorkspace {
   ownerId: string;
   /** recorded in workspace_creators (counted by `--max-workspaces-per-user`); null: not counted (bootstrap) */
   creatorId: string | null;
-  /** the wallet and, when `credit` > 0, its first ledger row, with the id `ledgerId` */
+  /** the wallet and, when `credit` (minor units) > 0 and it is the owner's first workspace, its first ledger row, with the id `ledgerId` */
   wallet: { currency: string; credit: number; ledgerId: string };
 }
 
@@ -38,13 +40,20 @@ export class WorkspaceRepository extends Repository {
     await this.db.insertInto('members').values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner', joined_at: now }).execute();
     await this.db
       .insertInto('wallets')
-      .values({ workspace_id: workspace.id, balance: wallet.credit, currency: wallet.currency, alert_threshold: 0, created_at: now, updated_at: now })
+      .values({ workspace_id: workspace.id, balance_micros: 0, currency: wallet.currency, alert_threshold: 0, empty_since: null, alerts_sent: '', created_at: now, updated_at: now })
       .execute();
-    if (wallet.credit > 0) {
-      await this.db
-        .insertInto('wallet_transactions')
-        .values({ id: wallet.ledgerId, workspace_id: workspace.id, type: 'adjustment', amount: wallet.credit, balance_after: wallet.credit, description: 'Starting credit', created_at: now })
-        .execute();
+    // The starting credit goes to a user's first workspace only (docs/billing.md#starting-credit).
+    const wallets = new WalletRepository(this.db, this.dialect, this.cache);
+    if (wallet.credit > 0 && (await wallets.claimStartingCredit(input.ownerId, workspace.id, now))) {
+      await wallets.post({
+        id: wallet.ledgerId,
+        workspaceId: workspace.id,
+        type: 'adjustment',
+        amountMicros: wallet.credit * microsPerMinor(wallet.currency),
+        description: 'Starting credit',
+        reference: 'starting-credit',
+        at: now,
+      });
     }
   }
 

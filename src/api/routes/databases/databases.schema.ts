@@ -10,7 +10,7 @@ const fields = {
   slug: Type.String({ description: 'From the name (lowercased, non-alphanumerics → `-`); addresses the database in paths.' }),
   type: StringEnum(DATABASE_TYPES),
   status: StringEnum(DATABASE_STATUSES, {
-    description: '`provisioning` until a real login with the credentials succeeded, then `running`; `failed` (see `error`); `deleting` while its server and data are removed.',
+    description: '`provisioning` until a real login with the credentials succeeded, then `running`; `failed` (see `error`); `deleting` while its server and data are removed; `suspended` while the workspace\'s wallet is empty past the grace period (its server stopped, its data kept; `running` again after a top-up).',
   }),
   error: Nullable(Type.String({ description: 'Why it failed, readable.' })),
   provisioner: StringEnum(DATABASE_PROVISIONERS, { description: '`container`: a server of its own, with its own volume; `shared`: a database and a user of its own on a server the operator runs (`--database-shared-<type>`).' }),
