@@ -1,5 +1,5 @@
 import { iso } from '../domain/clock.js';
-import { floorMinor, microsPerMinor } from '../domain/money.js';
+import { floorMinor, microsPerMinor, minorDigits, minorPerMajor } from '../domain/money.js';
 import { everyInterval } from '../domain/periodic.js';
 import type { Deps } from '../deps.js';
 import type { Wallet } from '../store/repositories/index.js';
@@ -83,7 +83,14 @@ export class BillingWorker {
 
   async checkWallets(): Promise<void> {
     const unbilled = await this.deps.store.repos.billing.unbilledByWorkspace();
-    for (const wallet of await this.deps.store.repos.wallets.all()) await this.check(wallet, unbilled.get(wallet.workspace_id) ?? 0);
+    for (const wallet of await this.deps.store.repos.wallets.all()) {
+      // one workspace whose work cannot be stopped or resumed now (a shared server down) does not hold up the others
+      try {
+        await this.check(wallet, unbilled.get(wallet.workspace_id) ?? 0);
+      } catch (err) {
+        this.log.error({ err, workspace: wallet.workspace_id }, 'wallet check failed; the next pass tries again');
+      }
+    }
   }
 
   async checkWallet(workspaceId: string): Promise<void> {
@@ -128,12 +135,12 @@ export class BillingWorker {
     }
     // The state moves conditionally: a second process looking at the same moment sends nothing.
     if (changed && !(await this.deps.store.repos.wallets.setState(wallet.workspace_id, wallet, { empty_since: emptySince, alerts }, iso(now)))) return;
+    for (const notice of notices) await this.notify(wallet, notice, available, emptySince);
     // Suspension is looked at every pass while it lasts: work started meanwhile is stopped too.
     if (alerts.has('suspended')) {
       const stopped = await this.work.suspendWorkspace(wallet.workspace_id);
       if (stopped > 0) this.log.warn({ workspace: wallet.workspace_id, stopped }, 'wallet empty past the grace period: work suspended');
     }
-    for (const notice of notices) await this.notify(wallet, notice, available, emptySince);
   }
 
   /** E-mails the workspace's owners (without a mailer: a log line). Never fails the pass. */
@@ -141,7 +148,7 @@ export class BillingWorker {
     const workspace = await this.deps.store.repos.workspaces.byId(wallet.workspace_id);
     if (workspace === undefined) return;
     const c = wallet.currency;
-    const balance = `${(floorMinor(availableMicros, c) / 100).toFixed(2)} ${c}`;
+    const balance = `${(floorMinor(availableMicros, c) / minorPerMajor(c)).toFixed(minorDigits(c))} ${c}`;
     const suspendAt = emptySince === null ? '' : iso(new Date(Date.parse(emptySince) + billingPolicy(this.deps.platform).graceMs));
     const texts: Record<Notice, { subject: string; text: string }> = {
       below: {

@@ -73,9 +73,11 @@ export interface DatabaseDetailView extends DatabaseView {
 /** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
 export interface DatabaseWork {
   wake(): void;
+  /** refuses (or allows again) the logins of a database on a shared server */
+  setLocked(row: DatabaseRow, locked: boolean): Promise<void>;
 }
 
-const idle: DatabaseWork = { wake: () => undefined };
+const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
 
 /**
  * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
@@ -169,28 +171,45 @@ export class DatabaseService {
   /** Tells the leader's worker there is work (after a transaction that stored prepared databases). */
   /**
    * Billing stops the workspace's databases (WorkControl): `running` ones become `suspended`; the
-   * leader's worker removes their servers and keeps their volumes. Returns how many.
+   * leader's worker removes their servers and keeps their volumes; a shared server's tenant can no
+   * longer log in. Returns how many.
    */
   async suspendWorkspace(workspaceId: string): Promise<number> {
     return this.moveAll(workspaceId, 'running', 'suspended', 'Suspended: the workspace\'s wallet stayed empty past the grace period. Its data is kept; a top-up starts it again.');
   }
 
-  /** After a top-up: `suspended` databases are `running` again; the worker starts their servers on their volumes. */
+  /** After a top-up: `suspended` databases are `running` again; the worker starts their servers on their volumes (a shared one's logins are allowed again). */
   async resumeWorkspace(workspaceId: string): Promise<number> {
     return this.moveAll(workspaceId, 'suspended', 'running', 'Resumed after a top-up: its server starts again on its volume.');
   }
 
+  /**
+   * Moves the workspace's databases in `from` to `to`: a container's server is removed or started
+   * by the leader's worker; a shared server's tenant is locked or unlocked here first, and stays
+   * in `from` when its server does not answer (the billing worker tries again at its next pass,
+   * after the others moved: then this throws).
+   */
   private async moveAll(workspaceId: string, from: DatabaseStatus, to: DatabaseStatus, message: string): Promise<number> {
     let moved = 0;
+    const failures: string[] = [];
     const now = iso(this.deps.clock.now());
     for (const row of await this.deps.store.repos.databases.inWorkspace(workspaceId)) {
-      if (row.status !== from || row.provisioner !== 'container') continue;
+      if (row.status !== from) continue;
+      if (row.provisioner === 'shared') {
+        try {
+          await this.work.setLocked(row, to === 'suspended');
+        } catch (err) {
+          failures.push(`${row.slug}: ${err instanceof Error ? err.message : String(err)}`);
+          continue;
+        }
+      }
       if (await this.deps.store.repos.databases.update(row.id, from, { status: to, updated_at: now })) {
         await this.deps.store.repos.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message });
         moved++;
       }
     }
     if (moved > 0) this.work.wake();
+    if (failures.length > 0) throw new Error(`databases on a shared server could not be ${to === 'suspended' ? 'suspended' : 'resumed'}: ${failures.join('; ')}`);
     return moved;
   }
 

@@ -21,6 +21,10 @@ export interface SharedServer {
   drop(name: string): Promise<void>;
   /** the names of this installation's tenants on the server (`prefix` is the installation's) */
   tenants(prefix: string): Promise<Set<string>>;
+  /** refuses the tenant's logins and ends its sessions, keeping its data (billing's suspension); safe to run again */
+  lock(name: string): Promise<void>;
+  /** lets the tenant log in again after lock(); safe to run again */
+  unlock(name: string): Promise<void>;
 }
 
 export interface SharedTenant {
@@ -98,7 +102,7 @@ export function sharedServer(type: DatabaseType, url: string): SharedServer {
   }
 }
 
-type Operations = Pick<SharedServer, 'create' | 'drop' | 'tenants'>;
+type Operations = Pick<SharedServer, 'create' | 'drop' | 'tenants' | 'lock' | 'unlock'>;
 
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL: a LOGIN role and a database it owns; nobody else may connect to that database.
@@ -140,6 +144,15 @@ function postgres(url: string): Operations {
         const roles = await c.query<{ name: string }>('select rolname as name from pg_roles where rolname like $1', [like]);
         const dbs = await c.query<{ name: string }>('select datname as name from pg_database where datname like $1', [like]);
         return new Set([...roles.rows, ...dbs.rows].map((r) => r.name));
+      }),
+    lock: (name) =>
+      withAdmin(async (c) => {
+        await c.query(`alter role ${c.escapeIdentifier(plain(name))} nologin`);
+        await c.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [name]);
+      }),
+    unlock: (name) =>
+      withAdmin(async (c) => {
+        await c.query(`alter role ${c.escapeIdentifier(plain(name))} login`);
       }),
   };
 }
@@ -188,6 +201,15 @@ function mysqlServer(url: string): Operations {
         const [users] = await c.query('select user as name from mysql.user where user like ?', [like]);
         const [dbs] = await c.query('select schema_name as name from information_schema.schemata where schema_name like ?', [like]);
         return new Set([...(users as { name: string }[]), ...(dbs as { name: string }[])].map((r) => r.name));
+      }),
+    lock: (name) =>
+      withAdmin(async (c) => {
+        await c.query("alter user ?@'%' account lock", [plain(name)]);
+        await endSessions(c, name);
+      }),
+    unlock: (name) =>
+      withAdmin(async (c) => {
+        await c.query("alter user ?@'%' account unlock", [plain(name)]);
       }),
   };
 }
@@ -253,6 +275,17 @@ function redisServer(url: string): Operations {
         const users = (await c.call('ACL', 'USERS')) as string[];
         return new Set(users.filter((u) => u.startsWith(plain(prefix))));
       }),
+    lock: (name) =>
+      withAdmin(async (c) => {
+        await c.call('ACL', 'SETUSER', plain(name), 'off');
+        await c.call('CLIENT', 'KILL', 'USER', name).catch(() => undefined);
+        await save(c);
+      }),
+    unlock: (name) =>
+      withAdmin(async (c) => {
+        await c.call('ACL', 'SETUSER', plain(name), 'on');
+        await save(c);
+      }),
   };
 }
 
@@ -302,6 +335,16 @@ function mongoServer(url: string): Operations {
         const users = (await c.db('admin').command({ usersInfo: 1 })) as { users?: { user: string }[] };
         const dbs = await c.db('admin').admin().listDatabases({ nameOnly: true });
         return new Set([...(users.users ?? []).map((u) => u.user), ...dbs.databases.map((d) => d.name)].filter((n) => n.startsWith(p)));
+      }),
+    // MongoDB has no account lock: the user keeps its password and loses its role (its sessions
+    // then can do nothing), and gets it back
+    lock: (name) =>
+      withAdmin(async (c) => {
+        await c.db('admin').command({ updateUser: plain(name), roles: [] });
+      }),
+    unlock: (name) =>
+      withAdmin(async (c) => {
+        await c.db('admin').command({ updateUser: plain(name), roles: [{ role: 'dbOwner', db: plain(name) }] });
       }),
   };
 }

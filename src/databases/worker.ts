@@ -194,6 +194,19 @@ export class DatabaseWorker {
     }
   }
 
+  /**
+   * Billing's suspension of a database on a shared server: its logins refused and its sessions
+   * ended (`locked`), or allowed again. Its data stays. Fails with the server's readable error.
+   */
+  async setLocked(row: DatabaseRow, locked: boolean): Promise<void> {
+    const server = this.sharedFor(row);
+    try {
+      await (locked ? server.lock(row.username) : server.unlock(row.username));
+    } catch (err) {
+      throw new Error(sharedError(err), { cause: err });
+    }
+  }
+
   /** The server a shared database lives on: the one configured for its type now. */
   private sharedFor(row: DatabaseRow): SharedServer {
     const type = row.type as DatabaseType;

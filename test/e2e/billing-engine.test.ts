@@ -16,6 +16,7 @@ import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
 import { startFakeStripe, type FakeStripe, type WebhookDelivery } from '../factories/fake-stripe.js';
 import { ensureBaseImage, ensureDatabaseImages } from '../factories/images.js';
+import { waitFor } from '../factories/process.js';
 
 const MINUTE = 60_000;
 
@@ -68,15 +69,7 @@ describe('billing on the engine', () => {
   const containers = async (projectId: string) => docker.listContainers({ all: true, filters: { label: [`slipway.project=${projectId}`] } });
   const servers = async (databaseId: string) => docker.listContainers({ all: true, filters: { label: [`slipway.database=${databaseId}`] } });
 
-  async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 120_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await check();
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }
+  const until = <T>(what: string, check: () => Promise<T | undefined>) => waitFor(what, check, undefined, 120_000);
 
   /** The note the app wrote into its Redis, read from the host. */
   async function note(url: string, write?: string): Promise<string | null> {

@@ -205,6 +205,47 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
     }, 120_000);
   });
 
+  it('suspends a workspace\'s databases on the shared servers (logins refused, sessions ended, data kept) and resumes them', async () => {
+    const w = await makeWorkspace(s);
+    const made: { type: Kind; d: DatabaseView; password: string }[] = [];
+    for (const type of Object.keys(SHARED) as Kind[]) {
+      const r = await s.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `held ${type}`, type } });
+      const d = r.body.data;
+      if (d === undefined) throw new Error(r.text);
+      expect((await settled(w, d.slug)).d?.status).toBe('running');
+      expect(await writeAndRead(type, d, d.password, `held by ${w.slug}`)).toBe(`held by ${w.slug}`);
+      made.push({ type, d, password: d.password });
+    }
+    const urlOf = (m: (typeof made)[number]) => (m.d.external_connection_string ?? '').replace('********', m.password);
+    // a session open before the suspension is ended by it
+    const first = made[0];
+    if (first === undefined) throw new Error('nothing made');
+    const open = new pg.Client({ connectionString: urlOf(first) });
+    open.on('error', () => undefined);
+    await open.connect();
+
+    expect(await s.services.databases.suspendWorkspace(w.id)).toBe(3);
+    for (const m of made) {
+      expect((await settled(w, m.d.slug)).d?.status).toBe('suspended');
+      const refused = withClient(m.type, urlOf(m), (q) => (m.type === 'redis' ? q('PING') : q('select 1')));
+      await expect(refused, m.type).rejects.toThrow({ postgresql: /not permitted to log in/, mysql: /locked/, redis: /WRONGPASS/ }[m.type]);
+    }
+    await expect(open.query('select 1')).rejects.toThrow();
+    await open.end().catch(() => undefined);
+    // again: nothing more to do
+    expect(await s.services.databases.suspendWorkspace(w.id)).toBe(0);
+
+    expect(await s.services.databases.resumeWorkspace(w.id)).toBe(3);
+    for (const m of made) {
+      expect((await settled(w, m.d.slug)).d?.status).toBe('running');
+      const kept =
+        m.type === 'redis'
+          ? await withClient(m.type, urlOf(m), (q) => q('GET', `${m.d.key_prefix ?? ''}note`))
+          : ((await withClient(m.type, urlOf(m), (q) => q('select v from notes'))) as { v: string }[]).map((r) => r.v).join(',');
+      expect(kept, m.type).toBe(`held by ${w.slug}`);
+    }
+  }, 120_000);
+
   it('drops the databases of a deleted workspace from the shared servers, and only this installation\'s', async () => {
     const w = await makeWorkspace(s);
     const names = new Map<Kind, string>();

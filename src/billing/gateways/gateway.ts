@@ -77,3 +77,12 @@ export class GatewaySignatureError extends Error {
     this.name = 'GatewaySignatureError';
   }
 }
+
+/** The one value of a header; several values or none are a signature problem. */
+export function oneHeader(headers: WebhookHeaders, name: string): string {
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : headers[key];
+  if (Array.isArray(value)) throw new GatewaySignatureError(`The webhook carries ${String(value.length)} ${name} headers; exactly one is expected.`);
+  if (value === undefined || value === '') throw new GatewaySignatureError(`The webhook carries no ${name} header.`);
+  return value;
+}

@@ -22,6 +22,7 @@ import {
   type GatewayEvent,
   type GatewayName,
   type PaymentGateway,
+  oneHeader,
   type WebhookHeaders,
 } from './gateway.js';
 
@@ -141,11 +142,3 @@ function causeOf(err: unknown): string {
   return String(cause);
 }
 
-/** The one value of a header; several values or none are a signature problem. */
-function oneHeader(headers: WebhookHeaders, name: string): string {
-  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
-  const value = key === undefined ? undefined : headers[key];
-  if (Array.isArray(value)) throw new GatewaySignatureError(`The webhook carries ${String(value.length)} ${name} headers; exactly one is expected.`);
-  if (value === undefined || value === '') throw new GatewaySignatureError(`The webhook carries no ${name} header.`);
-  return value;
-}

@@ -20,6 +20,7 @@ import {
   type GatewayEvent,
   type GatewayName,
   type PaymentGateway,
+  oneHeader,
   type WebhookHeaders,
 } from './gateway.js';
 
@@ -156,15 +157,6 @@ function connectionCause(err: InstanceType<typeof Stripe.errors.StripeConnection
     if (code !== undefined && code !== 'ETIMEDOUT') return code;
   }
   return err.message.startsWith('Request aborted due to timeout') ? `no answer within ${String(TIMEOUT_MS / 1000)} s` : 'connection failed';
-}
-
-/** The one value of a header; several values or none are a signature problem. */
-function oneHeader(headers: WebhookHeaders, name: string): string {
-  const key = Object.keys(headers).find((k) => k.toLowerCase() === name);
-  const value = key === undefined ? undefined : headers[key];
-  if (Array.isArray(value)) throw new GatewaySignatureError(`The webhook carries ${String(value.length)} ${name} headers; exactly one is expected.`);
-  if (value === undefined || value === '') throw new GatewaySignatureError(`The webhook carries no ${name} header.`);
-  return value;
 }
 
 // An if-chain rather than a switch: Event is a union of some 250 types and the others are all

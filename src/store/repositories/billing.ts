@@ -38,6 +38,19 @@ export interface Usage {
 
 const USAGE_SUMS = ['minutes', 'vcpu_milli_minutes', 'ram_milli_minutes', 'db_mib_minutes', 'amount_micros'] as const;
 
+/** An upsert's update of the usage columns: the sums grow by the new row's, the name follows it. */
+function addedTo(table: 'billing_accruals' | 'billing_usage') {
+  const sum = (column: (typeof USAGE_SUMS)[number]) => sql<number>`${sql.ref(`${table}.${column}`)} + ${sql.ref(`excluded.${column}`)}`;
+  return {
+    minutes: sum('minutes'),
+    vcpu_milli_minutes: sum('vcpu_milli_minutes'),
+    ram_milli_minutes: sum('ram_milli_minutes'),
+    db_mib_minutes: sum('db_mib_minutes'),
+    amount_micros: sum('amount_micros'),
+    resource_name: sql<string>`excluded.resource_name`,
+  };
+}
+
 /** A statement that found its row changed by another process: the caller's transaction is rolled back and the work retried later. */
 export class ConcurrentChange extends Error {
   constructor(what: string) {
@@ -127,16 +140,7 @@ export class BillingRepository extends Repository {
     await this.db
       .insertInto('billing_accruals')
       .values({ workspace_id: workspaceId, hour, ...u })
-      .onConflict((oc) =>
-        oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet({
-          minutes: sql`billing_accruals.minutes + excluded.minutes`,
-          vcpu_milli_minutes: sql`billing_accruals.vcpu_milli_minutes + excluded.vcpu_milli_minutes`,
-          ram_milli_minutes: sql`billing_accruals.ram_milli_minutes + excluded.ram_milli_minutes`,
-          db_mib_minutes: sql`billing_accruals.db_mib_minutes + excluded.db_mib_minutes`,
-          amount_micros: sql`billing_accruals.amount_micros + excluded.amount_micros`,
-          resource_name: sql`excluded.resource_name`,
-        }),
-      )
+      .onConflict((oc) => oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet(addedTo('billing_accruals')))
       .execute();
   }
 
@@ -164,16 +168,7 @@ export class BillingRepository extends Repository {
     await this.db
       .insertInto('billing_usage')
       .values({ workspace_id: workspaceId, period, ...u })
-      .onConflict((oc) =>
-        oc.columns(['workspace_id', 'period', 'resource_id']).doUpdateSet({
-          minutes: sql`billing_usage.minutes + excluded.minutes`,
-          vcpu_milli_minutes: sql`billing_usage.vcpu_milli_minutes + excluded.vcpu_milli_minutes`,
-          ram_milli_minutes: sql`billing_usage.ram_milli_minutes + excluded.ram_milli_minutes`,
-          db_mib_minutes: sql`billing_usage.db_mib_minutes + excluded.db_mib_minutes`,
-          amount_micros: sql`billing_usage.amount_micros + excluded.amount_micros`,
-          resource_name: sql`excluded.resource_name`,
-        }),
-      )
+      .onConflict((oc) => oc.columns(['workspace_id', 'period', 'resource_id']).doUpdateSet(addedTo('billing_usage')))
       .execute();
   }
 
