@@ -80,8 +80,20 @@ describe.each(STORE_KINDS)('per-user limits on %s', (kind) => {
     const after = await counts();
     expect(after.workspaces - before.workspaces).toBe(WORKSPACES);
     expect(after.wallets - before.wallets).toBe(WORKSPACES);
-    expect(after.credits - before.credits).toBe(WORKSPACES);
+    // the starting credit is once per user, and this owner had theirs with the fixture's workspace
+    expect(after.credits - before.credits).toBe(0);
     expect(Number((await s.store.db.selectFrom('members').select((eb) => eb.fn.countAll().as('n')).where('user_id', '=', w.owner.id).where('role', '=', 'owner').executeTakeFirstOrThrow()).n)).toBe(WORKSPACES + 1);
+  });
+
+  it('gives a user the starting credit once, even for concurrent first workspaces', async () => {
+    const w = await makeWorkspace(s);
+    // a member who never owned a workspace: their first one gets the credit, and only one does
+    const before = await counts();
+    const answers = await Promise.all(Array.from({ length: WORKSPACES }, () => createWorkspace(w.member.key)));
+    expect(answers.map((a) => a.status)).toEqual(Array(WORKSPACES).fill(201));
+    expect((await counts()).credits - before.credits).toBe(1);
+    const balances = await Promise.all(answers.map(async (a) => (await s.request<{ balance: number }>('GET', `/api/workspaces/${a.body.data?.slug ?? ''}/wallet`, { key: w.member.key })).body.data?.balance));
+    expect(balances.sort((x, y) => (x ?? 0) - (y ?? 0))).toEqual([...Array<number>(WORKSPACES - 1).fill(0), 500]);
   });
 
   it('gives the room back when a workspace is deleted', async () => {

@@ -64,6 +64,8 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
     // through the API, as a tenant would: workspace, project, Git connection, a variable, deploy
     const started = await inBatches(slugs, PARALLEL, async (slug) => {
       await call('POST', '/api/workspaces', { name: slug, slug });
+      // the owner's starting credit went to their first workspace: these are topped up (the sandbox gateway)
+      await call('POST', `/api/workspaces/${slug}/wallet/topup/gatewayb`, { amount: 100 });
       const base = `/api/workspaces/${slug}/projects`;
       const project = await call<ProjectView>('POST', base, { name: 'app', port: 8080, cpu: '0.1', ram: '0.125' });
       await call('POST', `${base}/app/git`, { repo_full_name: 'acme/many' });
