@@ -32,6 +32,8 @@ export interface Config {
   startingCredit: number;
   currency: string;
   billing: BillingPolicy;
+  notifyAllowPrivate: boolean;
+  uptime: { failures: number; successes: number };
   /** the gateway behind each top-up path; null: the sandbox */
   stripe: { secretKey: string; webhookSecret: string; apiUrl: string } | null;
   paystack: { secretKey: string; apiUrl: string } | null;
@@ -179,6 +181,9 @@ export const SETTINGS = [
   { flag: 'stripe-api-url', env: 'SLIPWAY_STRIPE_API_URL', def: 'https://api.stripe.com', help: 'where Stripe\'s API is reached' },
   { flag: 'paystack-secret-key', env: 'SLIPWAY_PAYSTACK_SECRET_KEY', def: '', help: 'Paystack secret key (sk_…): top-ups through gatewayb become Paystack transactions, whose webhooks (POST /api/webhooks/payments/gatewayb) are signed with this key; empty: gatewayb is the sandbox. Give it in the environment (never logged)' },
   { flag: 'paystack-api-url', env: 'SLIPWAY_PAYSTACK_API_URL', def: 'https://api.paystack.co', help: 'where Paystack\'s API is reached' },
+  { flag: 'notify-allow-private', env: 'SLIPWAY_NOTIFY_ALLOW_PRIVATE', def: 'no', help: 'yes: uptime chat webhooks may target loopback, link-local and private addresses (a chat server on your own network); no: such targets are refused, when saved and again at send time after DNS resolution' },
+  { flag: 'uptime-failures', env: 'SLIPWAY_UPTIME_FAILURES', def: '2', help: 'consecutive failed checks before a monitor is down and notifies (the second is a re-check two seconds after the first)' },
+  { flag: 'uptime-successes', env: 'SLIPWAY_UPTIME_SUCCESSES', def: '2', help: 'consecutive successful checks before a down monitor is up again and notifies' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
 ] as const;
 
@@ -426,6 +431,8 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     startingCredit,
     currency,
     billing: billing(),
+    notifyAllowPrivate: oneOf('notify-allow-private', ['yes', 'no'] as const) === 'yes',
+    uptime: { failures: wholeNumber('uptime-failures', 1, 10), successes: wholeNumber('uptime-successes', 1, 10) },
     stripe: stripe(),
     paystack: paystack(),
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),

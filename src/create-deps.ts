@@ -57,6 +57,8 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
       databases: config.databases,
       templates: loadCatalog(config),
       billing: config.billing,
+      notifyAllowPrivate: config.notifyAllowPrivate,
+      uptime: config.uptime,
     },
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),

@@ -1,6 +1,7 @@
 import type { BillingPolicy } from './billing/policy.js';
 import type { GatewayName, PaymentGateway } from './billing/gateways/gateway.js';
 import type { Catalog } from './templates/catalog.js';
+import type { UptimeRules } from './uptime/checker.js';
 import type { DatabasePolicy } from './databases/policy.js';
 import type { Clock, IdSource, Random } from './domain/clock.js';
 import type { LogStore } from './domain/logs.js';
@@ -35,6 +36,10 @@ export interface Platform {
   templates?: Catalog;
   /** prices, grace period, top-up bounds (DEFAULT_BILLING_POLICY where absent) */
   billing?: Partial<BillingPolicy>;
+  /** `--notify-allow-private`: chat webhooks may target loopback, link-local and private addresses */
+  notifyAllowPrivate?: boolean;
+  /** `--uptime-failures`, `--uptime-successes`: the confirmations a status change needs (DEFAULT_UPTIME_RULES where absent) */
+  uptime?: Partial<UptimeRules>;
 }
 
 /** 1 GiB of messages per project (`--log-max-bytes-per-project`). */

@@ -1,4 +1,6 @@
 import { allWork, BillingWorker } from './billing/worker.js';
+import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from './uptime/checker.js';
+import { UptimeNotifier } from './uptime/notifier.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -141,6 +143,17 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log);
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
+  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
+  const checker = new UptimeChecker({
+    deps,
+    probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
+    onQueued: () => { void notifier.wake(); },
+    log,
+    rules: { ...DEFAULT_UPTIME_RULES, ...deps.platform.uptime },
+  });
+  checker.start();
+  // what a previous leader queued and did not deliver
+  void notifier.wake();
   return {
     wake: () => { orchestrator.wake(); },
     stop: (project, deployment) => orchestrator.stop(project, deployment),
@@ -151,6 +164,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     shutdown: async () => {
       services.databases.attach(null);
       services.wallets.onCredited = () => undefined;
+      await checker.stop();
+      await notifier.wake();
       await billing.stop();
       await databases.stop();
       await collector.stop();
@@ -158,6 +173,9 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     },
   };
 }
+
+/** Where this machine reaches a listener on `host` (every interface: the loopback). */
+const loopbackOf = (host: string): string => (host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
 
 /** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
 async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {

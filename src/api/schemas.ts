@@ -45,6 +45,18 @@ export const QueryInteger = (opts: { minimum: number; maximum: number; default?:
     'x-error': `must be a whole number from ${opts.minimum} to ${opts.maximum}, written in decimal digits`,
   });
 
+/** 50 per page: ten million rows, and an offset the store holds exactly. */
+export const MAX_PAGE = 200_000;
+
+/** `?page=&limit=` of every paged list (deployments, the ledger, payments, notifications): limit 1 to 50, default 20. */
+export const PageQuery = Type.Object(
+  {
+    page: QueryInteger({ minimum: 1, maximum: MAX_PAGE, default: 1 }),
+    limit: QueryInteger({ minimum: 1, maximum: 50, default: 20 }),
+  },
+  { additionalProperties: false },
+);
+
 export const SlugParams = Type.Object({ slug: Type.String() });
 
 export const ProjectParams = Type.Object({ slug: Type.String(), project_slug: Type.String() });

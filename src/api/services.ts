@@ -12,6 +12,7 @@ import { DomainService } from '../domains/domains.service.js';
 import { EnvService } from '../env/env.service.js';
 import { LogService } from '../logs/logs.service.js';
 import { UptimeService } from '../uptime/uptime.service.js';
+import { UptimeNotifier } from '../uptime/notifier.js';
 import { TemplateService } from '../templates/templates.service.js';
 import { ApiKeyService } from '../tenancy/api-keys.service.js';
 import type { Deps } from '../deps.js';
@@ -44,6 +45,9 @@ export interface Services {
   templates: TemplateService;
 }
 
+/** The test notifications answer what happened; nothing to log besides. */
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
 /** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
 export const LEASE_MS = 60_000;
 
@@ -75,7 +79,7 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
     engine,
     envVars,
     domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
-    uptime: new UptimeService(deps),
+    uptime: new UptimeService(deps, new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: silent })),
     logs: new LogService(deps),
     databases,
     templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),

@@ -46,6 +46,8 @@ const BODIES: Record<string, unknown> = {
   // takes no body: listed so that the walk below is known to cover it
   'POST /api/workspaces/:slug/projects/:project_slug/domains/:domain_id/verify': undefined,
   'PUT /api/workspaces/:slug/projects/:project_slug/uptime': { enabled: true },
+  // takes no body: listed so that the walk below is known to cover it
+  'POST /api/workspaces/:slug/projects/:project_slug/uptime/test': undefined,
   'PUT /api/workspaces/:slug/wallet/alert-threshold': { threshold: 1 },
   'POST /api/workspaces/:slug/wallet/topup/gatewaya': { amount: 10 },
   'POST /api/workspaces/:slug/wallet/topup/gatewayb': { amount: 1000 },
@@ -61,7 +63,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
   const projects = await db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute();
   const ids = projects.map((p) => p.id);
   const logsOf = async (id: string) => ({ usage: await logs.usage(id), entries: (await logs.query(id, { limit: 1000 })).entries });
-  const inProjects = async (table: 'env_vars' | 'domains' | 'git_connections' | 'deployments' | 'uptime_monitors') =>
+  const inProjects = async (table: 'env_vars' | 'domains' | 'git_connections' | 'deployments' | 'uptime_monitors' | 'uptime_notifications') =>
     ids.length === 0 ? [] : db.selectFrom(table).selectAll().where('project_id', 'in', ids).execute();
   return {
     workspace: await db.selectFrom('workspaces').selectAll().where('id', '=', workspaceId).execute(),
@@ -77,6 +79,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     git: await inProjects('git_connections'),
     deployments: await inProjects('deployments'),
     uptime: await inProjects('uptime_monitors'),
+    notifications: await inProjects('uptime_notifications'),
     github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
     databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     logs: await Promise.all(ids.map(logsOf)),

@@ -143,6 +143,10 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}`, fresh: (s, f) => newDomain(s, f.w, f.project) },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime/history', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime/history?period=7d` },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime/notifications', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime/notifications` },
+  // the fixture's monitor has no channel to send a test to
+  { method: 'POST', url: '/api/workspaces/:slug/projects/:project_slug/uptime/test', who: 'member', ok: 400, path: (f) => `${proj(f)}/uptime/test` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs?limit=10` },
   // answers gzip, not the envelope, to the callers it allows
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/logs/download', who: 'member', ok: 200, path: (f) => `${proj(f)}/logs/download` },

@@ -69,6 +69,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-27T000000-databases',
         '2026-11-28T000000-templates',
         '2026-11-29T000000-billing',
+        '2026-11-30T000000-uptime',
       ]);
     } finally {
       await again.close();

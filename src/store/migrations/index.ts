@@ -13,6 +13,7 @@ import * as m20261126T000000 from './2026-11-26T000000-runtime-logs.js';
 import * as m20261127T000000 from './2026-11-27T000000-databases.js';
 import * as m20261128T000000 from './2026-11-28T000000-templates.js';
 import * as m20261129T000000 from './2026-11-29T000000-billing.js';
+import * as m20261130T000000 from './2026-11-30T000000-uptime.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -36,6 +37,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-27T000000-databases': m20261127T000000,
   '2026-11-28T000000-templates': m20261128T000000,
   '2026-11-29T000000-billing': m20261129T000000,
+  '2026-11-30T000000-uptime': m20261130T000000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

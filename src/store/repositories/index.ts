@@ -88,7 +88,7 @@ export type { InstallationRow } from './installations.js';
 export type { InvitationRow } from './invitations.js';
 export type { MemberDetail } from './members.js';
 export type { ProjectRow } from './projects.js';
-export type { UptimeMonitorRow } from './uptime.js';
+export type { MonitorState, MonitorTarget, Rollup, UptimeCheckRow, UptimeIncidentRow, UptimeMonitorRow, UptimeNotificationRow } from './uptime.js';
 export type { UserRow } from './users.js';
 export type { LedgerEntry, LedgerRow, Wallet } from './wallets.js';
 export type { Meter, RunningResource, Usage } from './billing.js';

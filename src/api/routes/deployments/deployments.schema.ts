@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../../domain/deployment.js';
-import { authErrors, Envelope, ProjectParams, QueryInteger, StringEnum, Timestamp } from '../../schemas.js';
+import { authErrors, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -24,20 +24,11 @@ export const Deployment = Type.Object(
 
 const tags = ['Deployments'];
 
-/** 50 per page: ten million deployments, far beyond any project's, and an offset the store holds exactly. */
-export const MAX_PAGE = 200_000;
-
 export const listDeployments = {
   tags,
   summary: 'List deployments, newest first',
   params: ProjectParams,
-  querystring: Type.Object(
-    {
-      page: QueryInteger({ minimum: 1, maximum: MAX_PAGE, default: 1 }),
-      limit: QueryInteger({ minimum: 1, maximum: 50, default: 20 }),
-    },
-    { additionalProperties: false },
-  ),
+  querystring: PageQuery,
   response: {
     200: Envelope(
       Type.Object(

@@ -15,4 +15,16 @@ export const uptimeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
   app.put(path, { schema: s.updateUptime, config: { action: 'workspace.operate' } }, async (req) =>
     ok(await uptime.update(accessOf(req), req.params.project_slug, req.body)),
   );
+
+  app.get(`${path}/history`, { schema: s.uptimeHistory, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await uptime.history(accessOf(req), req.params.project_slug, req.query.period ?? '24h')),
+  );
+
+  app.get(`${path}/notifications`, { schema: s.uptimeNotifications, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await uptime.notifications(accessOf(req), req.params.project_slug, req.query.page, req.query.limit)),
+  );
+
+  app.post(`${path}/test`, { schema: s.uptimeTest, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(await uptime.test(accessOf(req), req.params.project_slug)),
+  );
 };

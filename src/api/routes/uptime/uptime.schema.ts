@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { UPTIME_STATUSES } from '../../../domain/uptime.js';
-import { authErrors, Email, Envelope, ProjectParams, StringEnum, Timestamp } from '../../schemas.js';
+import { authErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -60,4 +60,80 @@ export const updateUptime = {
     { additionalProperties: false, minProperties: 1 },
   ),
   response: { 200: Envelope(UptimeMonitor), ...authErrors },
+};
+
+const Num = Nullable(Type.Number());
+
+export const uptimeHistory = {
+  tags,
+  summary: 'Availability, response-time percentiles, a series and the incidents of the last 24 hours, 7 or 30 days',
+  params: ProjectParams,
+  querystring: Type.Object({ period: Type.Optional(StringEnum(['24h', '7d', '30d'] as const, { default: '24h' })) }, { additionalProperties: false }),
+  response: {
+    200: Envelope(
+      Type.Object(
+        {
+          period: StringEnum(['24h', '7d', '30d'] as const),
+          from: Timestamp,
+          to: Timestamp,
+          checks: Type.Integer(),
+          failures: Type.Integer(),
+          availability: Nullable(Type.Number({ description: 'Percent of successful checks; null without checks.' })),
+          response_ms: Type.Object({ avg: Num, p50: Num, p95: Num, p99: Num }, { additionalProperties: false, description: 'Of successful checks: exact over 24 h; over 7 and 30 days the upper bound of a histogram bucket.' }),
+          series: Type.Array(Type.Object({ start: Timestamp, checks: Type.Integer(), failures: Type.Integer(), availability: Num, avg_ms: Num }, { additionalProperties: false }), { description: 'Hourly (24h, 7d) or daily (30d).' }),
+          incidents: Type.Array(Type.Object({ id: Type.String(), started_at: Timestamp, ended_at: Nullable(Timestamp), duration_sec: Type.Integer(), cause: Type.String() }, { additionalProperties: false })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    ...authErrors,
+  },
+};
+
+const Delivery = Type.Object(
+  { ok: Type.Boolean(), attempts: Type.Integer(), status: Nullable(Type.Integer({ description: "The webhook's HTTP answer." })), error: Nullable(Type.String()) },
+  { additionalProperties: false },
+);
+
+export const uptimeNotifications = {
+  tags,
+  summary: 'The delivery log of the monitor\'s notifications, newest first',
+  params: ProjectParams,
+  querystring: PageQuery,
+  response: {
+    200: Envelope(
+      Type.Object(
+        {
+          notifications: Type.Array(
+            Type.Object(
+              {
+                id: Type.String(),
+                event: Type.String({ description: 'down, up or test' }),
+                channel: Type.String({ description: 'webhook or email' }),
+                status: Type.String({ description: 'pending, sent or failed' }),
+                attempts: Type.Integer(),
+                response_status: Nullable(Type.Integer()),
+                error: Nullable(Type.String()),
+                created_at: Timestamp,
+                sent_at: Nullable(Timestamp),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+          total: Type.Integer(),
+          page: Type.Integer(),
+          limit: Type.Integer(),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    ...authErrors,
+  },
+};
+
+export const uptimeTest = {
+  tags,
+  summary: 'Send a test notification to the chat webhook and the e-mail address now, and answer what each returned',
+  params: ProjectParams,
+  response: { 200: Envelope(Type.Object({ webhook: Nullable(Delivery), email: Nullable(Delivery) }, { additionalProperties: false })), ...authErrors },
 };

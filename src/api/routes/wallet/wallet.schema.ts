@@ -1,19 +1,10 @@
 import { Type } from 'typebox';
 import { GATEWAYS } from '../../../billing/gateways/gateway.js';
-import { authErrors, Envelope, ErrorEnvelope, QueryInteger, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
+import { authErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../schemas.js';
 
 const tags = ['Wallet'];
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
-/** 50 per page, like deployments. */
-const MAX_PAGE = 200_000;
-const paging = Type.Object(
-  {
-    page: QueryInteger({ minimum: 1, maximum: MAX_PAGE, default: 1 }),
-    limit: QueryInteger({ minimum: 1, maximum: 50, default: 20 }),
-  },
-  { additionalProperties: false },
-);
 
 export const Wallet = Type.Object(
   {
@@ -59,7 +50,7 @@ export const listTransactions = {
   tags,
   summary: 'The ledger, newest first: every balance change is one row; usage is one row per hour (owner/admin)',
   params: SlugParams,
-  querystring: paging,
+  querystring: PageQuery,
   response: {
     200: Envelope(Type.Object({ transactions: Type.Array(Transaction), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
     ...authErrors,
@@ -86,7 +77,7 @@ export const listPayments = {
   tags,
   summary: 'Top-ups, newest first (owner/admin)',
   params: SlugParams,
-  querystring: paging,
+  querystring: PageQuery,
   response: {
     200: Envelope(Type.Object({ payments: Type.Array(Payment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
     ...authErrors,
