@@ -1,6 +1,8 @@
 import { allWork, BillingWorker } from './billing/worker.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from './uptime/checker.js';
 import { UptimeNotifier } from './uptime/notifier.js';
+import { CrashAlerts } from './uptime/crash-alerts.js';
+import { ResourceSampler } from './metrics/sampler.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -95,6 +97,10 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
   }
   const githubApp = deps.github?.app;
+  // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
+  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
+  const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
+  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels: instanceLabels(await instanceId(deps.store)), log });
   const orchestrator = new Orchestrator({
     deps,
     queue: services.queue,
@@ -116,6 +122,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     leaseMs: LEASE_MS,
     log,
     instanceId: await instanceId(deps.store),
+    crashes,
+    usageOf: (id) => sampler.usageOf(id),
   });
   try {
     await orchestrator.start();
@@ -143,7 +151,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log);
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
-  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
+  void crashes.watch(runtime, instanceLabels(await instanceId(deps.store)));
+  sampler.start();
   const checker = new UptimeChecker({
     deps,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
@@ -165,6 +174,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
       services.databases.attach(null);
       services.wallets.onCredited = () => undefined;
       await checker.stop();
+      await crashes.stop();
+      await sampler.stop();
       await notifier.wake();
       await billing.stop();
       await databases.stop();

@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyLoggerOptions, type FastifyRequest } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { registerProjectGauges } from '../metrics/prometheus.js';
 import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
@@ -110,6 +111,7 @@ export async function buildApp(deps: AppDeps) {
   const services = createServices(deps, (projectId) => { deps.liveLogs?.notify(projectId); });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
+  registerProjectGauges(metrics, deps);
   const latency = new Histogram({
     name: 'slipway_http_request_duration_seconds',
     help: 'HTTP request latency by route and status',

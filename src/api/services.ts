@@ -13,6 +13,7 @@ import { EnvService } from '../env/env.service.js';
 import { LogService } from '../logs/logs.service.js';
 import { UptimeService } from '../uptime/uptime.service.js';
 import { UptimeNotifier } from '../uptime/notifier.js';
+import { MetricsService } from '../metrics/metrics.service.js';
 import { TemplateService } from '../templates/templates.service.js';
 import { ApiKeyService } from '../tenancy/api-keys.service.js';
 import type { Deps } from '../deps.js';
@@ -43,6 +44,7 @@ export interface Services {
   /** managed databases; the leader's worker attaches itself to wake it */
   databases: DatabaseService;
   templates: TemplateService;
+  metrics: MetricsService;
 }
 
 /** The test notifications answer what happened; nothing to log besides. */
@@ -83,5 +85,6 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
     logs: new LogService(deps),
     databases,
     templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
+    metrics: new MetricsService(deps),
   };
 }

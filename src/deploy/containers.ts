@@ -1,6 +1,6 @@
 import type { Clock } from '../domain/clock.js';
 import type { Pod } from '../domain/ports.js';
-import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Mount, type Owner, type Runtime } from '../domain/runtime.js';
+import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerUsage, type Mount, type Owner, type Runtime } from '../domain/runtime.js';
 import { UnusableEnvError, type EnvService } from '../env/env.service.js';
 import type { ProjectRow } from '../projects/resolve.js';
 import { ramBytes } from '../projects/resources.js';
@@ -32,6 +32,8 @@ export interface EngineLog {
 
 export interface ContainersOptions {
   runtime: Runtime;
+  /** the resource sampler's recent use of a container (the status view answers from it) */
+  usageOf?: UsageOf | undefined;
   envVars: EnvService;
   clock: Clock;
   log: EngineLog;
@@ -49,13 +51,19 @@ export function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
 }
 
-/** A deployment's containers as pods, with their resource use, from the engine. */
-export async function podsOf(runtime: Runtime, labels: Record<string, string>, projectId: string, deploymentId: string): Promise<Pod[]> {
+/** A container's use as the resource sampler last saw it; null when it has no recent sample. */
+export type UsageOf = (containerId: string) => ContainerUsage | null;
+
+/**
+ * A deployment's containers as pods, with their resource use: from the resource sampler's
+ * memory when it has a recent sample (the leader), otherwise from the engine.
+ */
+export async function podsOf(runtime: Runtime, labels: Record<string, string>, projectId: string, deploymentId: string, usageOf: UsageOf = () => null): Promise<Pod[]> {
   const containers = await runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels });
   // Stats take a sampling window each: ask for all pods at once.
   return Promise.all(
     containers.map(async (c) => {
-      const usage = c.state === 'running' ? await runtime.stats(c.id) : null;
+      const usage = c.state === 'running' ? (usageOf(c.id) ?? (await runtime.stats(c.id))) : null;
       return {
         name: c.name,
         status: c.state.charAt(0).toUpperCase() + c.state.slice(1),
@@ -188,7 +196,7 @@ export class InstanceContainers {
   }
 
   pods(projectId: string, deploymentId: string): Promise<Pod[]> {
-    return podsOf(this.o.runtime, this.labels, projectId, deploymentId);
+    return podsOf(this.o.runtime, this.labels, projectId, deploymentId, this.o.usageOf);
   }
 
   /** The workspace's network, created when missing, with Slipway's own container attached in `network` mode. */

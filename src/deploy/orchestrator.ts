@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { GitHubApp } from '../build/index.js';
 import { databaseHealthOf } from '../databases/health.js';
-import type { BaseImages, DatabaseHealth, GitSource, Pod } from '../domain/ports.js';
+import type { BaseImages, CrashSink, DatabaseHealth, GitSource, Pod } from '../domain/ports.js';
 import type { Runtime } from '../domain/runtime.js';
 import type { Deps } from '../deps.js';
 import type { EnvService } from '../env/env.service.js';
@@ -10,7 +10,7 @@ import type { RouterDriver } from '../router/index.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { BuildLog } from './build-log.js';
 import { BuildStep } from './build-step.js';
-import { InstanceContainers, type EngineLog, type UpstreamMode } from './containers.js';
+import { InstanceContainers, type EngineLog, type UpstreamMode, type UsageOf } from './containers.js';
 import type { LeaderEngine } from './engine-supervisor.js';
 import { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from './queue.js';
@@ -63,6 +63,10 @@ export interface OrchestratorOptions {
    * reconciler. Default: 5, every minute.
    */
   imageRetention?: { keep: number; everyMs: number };
+  /** where crash loops and failed health checks are reported (the uptime notifications); absent: nowhere */
+  crashes?: CrashSink | undefined;
+  /** the resource sampler's recent use of a container: the status view answers from it instead of asking the engine */
+  usageOf?: UsageOf | undefined;
 }
 
 /**
@@ -93,7 +97,7 @@ export class Orchestrator implements LeaderEngine {
     const { deps, runtime, router, log } = o;
     const { store, clock } = deps;
     this.workerId = `w-${deps.ids.id()}`;
-    this.containers = new InstanceContainers({ runtime, envVars: o.envVars, clock, log, instanceId: o.instanceId, upstreamMode: o.upstreamMode ?? 'published', self: o.self });
+    this.containers = new InstanceContainers({ runtime, envVars: o.envVars, clock, log, instanceId: o.instanceId, upstreamMode: o.upstreamMode ?? 'published', self: o.self, usageOf: o.usageOf });
     const { labels } = this.containers;
     this.routing = new RoutingState({ store, router, containers: this.containers, platform: deps.platform, log });
     const builder = new BuildStep({ store, git: o.git, githubApp: o.githubApp, runtime, baseImages: o.baseImages, workDir: o.workDir, labels });
@@ -113,6 +117,7 @@ export class Orchestrator implements LeaderEngine {
       leaseMs: o.leaseMs,
       log,
       interrupted: this.interrupting.signal,
+      crashes: o.crashes,
     });
     const { keep, everyMs } = o.imageRetention ?? { keep: 5, everyMs: 60_000 };
     const retention = new Retention({ store, runtime, clock, log, labels, keep, everyMs, forgetNetwork: (name) => { this.containers.forgetNetwork(name); } });
@@ -127,6 +132,7 @@ export class Orchestrator implements LeaderEngine {
       retention,
       log,
       restart: (project, deployment) => this.restart(project, deployment),
+      crashes: o.crashes,
     });
   }
 

@@ -1,5 +1,6 @@
 import { iso, type Clock } from '../domain/clock.js';
 import type { ContainerInfo, Runtime } from '../domain/runtime.js';
+import type { CrashSink } from '../domain/ports.js';
 import type { ProjectRow } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
 import type { Store } from '../store/db.js';
@@ -23,6 +24,16 @@ export interface ReconcilerOptions {
   log: EngineLog;
   /** a rolling restart, as the engine runs it for a request (Orchestrator.restart) */
   restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+  /** told when a serving deployment starts crash-looping (a crash alert) */
+  crashes?: CrashSink | undefined;
+}
+
+/** What a crash loop's alert says: how often it restarted, how it last ended. */
+function loopCause(containers: readonly ContainerInfo[]): string {
+  const worst = [...containers].sort((a, b) => b.restartCount - a.restartCount)[0];
+  if (worst === undefined) return 'its containers keep restarting';
+  const ended = worst.oomKilled ? 'killed for exceeding its memory limit' : `exited with code ${String(worst.exitCode)}`;
+  return `crash loop: ${worst.name} restarted ${worst.restartCount.toString()} times and ${ended}`;
 }
 
 /** A container restarted this often by the engine, and not running now, is crash-looping. */
@@ -161,6 +172,7 @@ export class Reconciler {
     const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
     if (status !== null && status !== project.status) {
       await repos.projects.setStatus(projectId, status, iso(clock.now()));
+      if (status === 'crashed') this.o.crashes?.crashed(projectId, d.id, 'loop', loopCause(containers));
     }
   }
 

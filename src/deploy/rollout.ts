@@ -13,6 +13,7 @@ import type { BuildLog } from './build-log.js';
 import { openBuildLog, type BuildStep } from './build-step.js';
 import { addressOf, type EngineLog, type InstanceContainers } from './containers.js';
 import { DeployFailure, INTERRUPTED } from './failure.js';
+import type { CrashSink } from '../domain/ports.js';
 import type { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from './queue.js';
 import type { RoutingState } from './routing-state.js';
@@ -36,7 +37,12 @@ export interface RolloutOptions {
   log: EngineLog;
   /** aborted when shutdown's grace period is over: builds and health waits in progress give up */
   interrupted: AbortSignal;
+  /** told when new containers fail their health check (a crash alert) */
+  crashes?: CrashSink | undefined;
 }
+
+/** New containers that exited or did not answer in time: the deployment fails, and it is a crash alert. */
+class HealthFailure extends DeployFailure {}
 
 /** How often a starting container is asked whether it answers yet. */
 const HEALTH_POLL_MS = 20;
@@ -146,6 +152,7 @@ export class Rollout {
       for (const c of started) await runtime.remove(c.id).catch(() => false);
       await log.flush();
       await queue.advance(d.id, worker, { kind: 'fail' }, { error: message });
+      if (err instanceof HealthFailure && !interrupted) this.o.crashes?.crashed(d.project_id, d.id, 'health', message);
     } finally {
       clearInterval(heartbeat);
       await log.close();
@@ -208,7 +215,7 @@ export class Rollout {
         const now = first && c.state === 'running' ? c : await this.o.runtime.inspect(c.id);
         if (now === null) throw new DeployFailure(`Container ${c.name} disappeared before it answered.`);
         if (now.state === 'exited' || now.state === 'dead') {
-          throw new DeployFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
+          throw new HealthFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
         }
         const target = addressOf(now, this.o.containers.mode);
         if (target !== null && (await answers(target, healthPath))) {
@@ -217,7 +224,7 @@ export class Rollout {
           break;
         }
         if (performance.now() > deadline) {
-          throw new DeployFailure(
+          throw new HealthFailure(
             healthPath === null
               ? `Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`
               : `Container ${c.name} did not answer ${healthPath} on port ${String(now.port)} with a status below 400 within ${(this.o.healthTimeoutMs / 1000).toString()} s.`,

@@ -23,6 +23,14 @@ export interface Engine {
   databaseHealth(databaseId: string): Promise<DatabaseHealth | null>;
 }
 
+/** What went wrong with a running app, for its crash alert (docs/uptime.md#crash-alerts). */
+export type CrashKind = 'loop' | 'oom' | 'health';
+
+/** Where the deploy engine reports a crash: one alert per deployment and kind (the sink dedupes). */
+export interface CrashSink {
+  crashed(projectId: string, deploymentId: string, kind: CrashKind, cause: string): void;
+}
+
 /** A database's server, as GET …/databases/:db_slug shows it (`health`). */
 export interface DatabaseHealth {
   /** the container's state: `running`, `restarting`, `exited`… */

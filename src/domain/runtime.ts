@@ -200,6 +200,8 @@ export interface ContainerInfo {
   finishedAt: Date | null;
   exitCode: number | null;
   oomKilled: boolean;
+  /** its main process on the engine's host; null while it does not run */
+  pid: number | null;
   /** the app port inside the container, and its published port on 127.0.0.1 (null when not published or not running) */
   port: number | null;
   hostPort: number | null;
@@ -254,7 +256,9 @@ export interface LogOptions {
 
 export type RuntimeEvent =
   | { type: 'start'; containerId: string; name: string; at: Date; owner: Owner | null; labels: Labels }
-  | { type: 'die'; containerId: string; name: string; at: Date; exitCode: number; owner: Owner | null; labels: Labels };
+  | { type: 'die'; containerId: string; name: string; at: Date; exitCode: number; owner: Owner | null; labels: Labels }
+  /** the kernel killed a process of the container for exceeding its memory limit */
+  | { type: 'oom'; containerId: string; name: string; at: Date; owner: Owner | null; labels: Labels };
 
 /**
  * A live sequence (log lines, events): iterate it with `for await`. It ends when its source ends;

@@ -162,6 +162,19 @@ export interface UptimeRollupsTable {
   histogram: string;
 }
 
+/** A project's (or database's) resource use in one minute: averages of its samples, bytes moved. */
+export interface ResourceMetricsTable {
+  resource_id: string;
+  /** RFC 3339 start of the minute */
+  minute: string;
+  cpu_millicores: number;
+  memory_bytes: string | number;
+  memory_limit_bytes: string | number | null;
+  rx_bytes: string | number;
+  tx_bytes: string | number;
+  samples: number;
+}
+
 export interface UptimeIncidentsTable {
   id: string;
   project_id: string;
@@ -176,10 +189,12 @@ export interface UptimeNotificationsTable {
   project_id: string;
   /** down | up | test | crash */
   event: string;
-  /** what the delivery is for, unique per channel: `down:<incident>`, `up:<incident>`, `test:<id>` */
+  /** what the delivery is for, unique per channel: `down:<incident>`, `up:<incident>`, `test:<id>`, `crash:<kind>:<deployment>` */
   transition: string;
   /** webhook | email */
   channel: string;
+  /** what a crash alert says happened; null for the others (their incident says it) */
+  cause: string | null;
   /** pending | sent | failed */
   status: string;
   attempts: number;
@@ -333,6 +348,7 @@ export interface DB {
   uptime_rollups: UptimeRollupsTable;
   uptime_incidents: UptimeIncidentsTable;
   uptime_notifications: UptimeNotificationsTable;
+  resource_metrics: ResourceMetricsTable;
   deployments: DeploymentsTable;
   wallets: WalletsTable;
   wallet_transactions: WalletTransactionsTable;

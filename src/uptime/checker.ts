@@ -282,12 +282,12 @@ export class UptimeChecker {
 class Moved extends Error {}
 
 /** One notification per configured channel, unique per transition (so never twice). */
-export async function queueNotifications(deps: Deps, uptime: Deps['store']['repos']['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string): Promise<string[]> {
+export async function queueNotifications(deps: Deps, uptime: Deps['store']['repos']['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null): Promise<string[]> {
   const queued: string[] = [];
   const channels = [...(m.chat_webhook_url === null ? [] : ['webhook']), ...(m.notify_email === null ? [] : ['email'])];
   for (const channel of channels) {
     const id = deps.ids.id();
-    if (await uptime.addNotification({ id, project_id: m.project_id, event, transition, channel, status: 'pending', attempts: 0, response_status: null, error: null, created_at: at, sent_at: null })) queued.push(id);
+    if (await uptime.addNotification({ id, project_id: m.project_id, event, transition, channel, cause, status: 'pending', attempts: 0, response_status: null, error: null, created_at: at, sent_at: null })) queued.push(id);
   }
   return queued;
 }

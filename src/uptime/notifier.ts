@@ -106,7 +106,7 @@ export class UptimeNotifier {
       project: { id: project.id, name: project.name, slug: project.slug, workspace: workspace?.slug ?? '' },
       url: defaultUrl(defaultDomain(project, appsDomain), routerPort) + monitor.check_path,
       at: row.event === 'up' ? (incident?.ended_at ?? row.created_at) : row.created_at,
-      cause: row.event === 'test' ? null : (incident?.cause ?? null),
+      cause: row.event === 'test' ? null : (row.cause ?? incident?.cause ?? null),
       response_ms: row.event === 'up' ? monitor.last_response_ms : null,
       incident_started_at: incident?.started_at ?? null,
     };

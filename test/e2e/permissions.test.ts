@@ -143,6 +143,7 @@ const TABLE: Row[] = [
   { method: 'DELETE', url: '/api/workspaces/:slug/projects/:project_slug/domains/:domain_id', who: 'member', ok: 200, path: (f) => `${proj(f)}/domains/${f.domainId}`, fresh: (s, f) => newDomain(s, f.w, f.project) },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime` },
   { method: 'PUT', url: '/api/workspaces/:slug/projects/:project_slug/uptime', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime`, body: () => ({ enabled: true }) },
+  { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/metrics', who: 'member', ok: 200, path: (f) => `${proj(f)}/metrics?period=24h` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime/history', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime/history?period=7d` },
   { method: 'GET', url: '/api/workspaces/:slug/projects/:project_slug/uptime/notifications', who: 'member', ok: 200, path: (f) => `${proj(f)}/uptime/notifications` },
   // the fixture's monitor has no channel to send a test to

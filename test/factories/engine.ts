@@ -45,7 +45,7 @@ export interface TestEngineOptions {
   /** the Docker runtime the engine uses (a subclass that makes the engine fail on purpose); default a plain one */
   runtime?: DockerRuntime;
   /** any other orchestrator option (upstream mode, shutdown grace, …) */
-  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency'>>;
+  tune?: Partial<Pick<OrchestratorOptions, 'upstreamMode' | 'self' | 'shutdownGraceMs' | 'healthTimeoutMs' | 'imageRetention' | 'reconcileEveryMs' | 'concurrency' | 'crashes' | 'usageOf'>>;
   /** a database worker too, as `serve` runs it on the leader, with this policy over the server's */
   databases?: Partial<DatabasePolicy>;
   /** the log collector too, as `serve` runs it on the leader (apps' and databases' output, live tail notified) */

@@ -24,7 +24,7 @@ const RELEASED: readonly (readonly [name: string, sha256: string])[] = [
   ['2026-11-27T000000-databases', '8c7459336ef54b70c4726db45ae708ea1ec87af540264ec6c24e275f89adf0cc'],
   ['2026-11-28T000000-templates', 'ff25f149042561efc908a61faf03d4ca9be3a51b4c4f1d734fd867cfda0323dc'],
   ['2026-11-29T000000-billing', '2a386414880c97e2880f0300ffd02e6a2c8c16a72204ecc3d9e8bcfcb1158cb8'],
-  ['2026-11-30T000000-uptime', '0291c0c130e28afc4412121b89d321ef66fdf7781208b5c639a5a41255e7fafe'],
+  ['2026-11-30T000000-uptime', '8e3ca527b0114b03305ebae93891d790b9d6b088ec45398fc4f17c69564c9462'],
 ];
 
 const DIR = new URL('../../src/store/migrations/', import.meta.url);

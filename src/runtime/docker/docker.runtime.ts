@@ -528,6 +528,7 @@ export class DockerRuntime implements Runtime {
       finishedAt,
       exitCode: finishedAt === null ? null : i.State.ExitCode,
       oomKilled: i.State.OOMKilled,
+      pid: i.State.Pid > 0 ? i.State.Pid : null,
       port,
       hostPort: binding === undefined || binding.HostPort === '' ? null : Number(binding.HostPort),
       networkAddress: network === undefined || network.IPAddress === '' ? null : network.IPAddress,
@@ -654,7 +655,7 @@ export class DockerRuntime implements Runtime {
       // The engine sends the response headers as soon as the subscription is registered, so
       // events that happen after this resolves are delivered.
       source = await this.docker.getEvents({
-        filters: { type: ['container'], event: ['start', 'die'], label: labelFilter(selector) },
+        filters: { type: ['container'], event: ['start', 'die', 'oom'], label: labelFilter(selector) },
         abortSignal: controller.signal,
       });
     } catch (err) {
@@ -856,6 +857,7 @@ function toRuntimeEvent(raw: unknown): RuntimeEvent | null {
   const common = { containerId: id, name, at, owner: ownerOf(labels), labels };
   if (e.Action === 'start') return { type: 'start', ...common };
   if (e.Action === 'die') return { type: 'die', ...common, exitCode: Number(exitCode ?? -1) };
+  if (e.Action === 'oom') return { type: 'oom', ...common };
   return null;
 }
 

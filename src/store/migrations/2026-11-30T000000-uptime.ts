@@ -8,8 +8,10 @@ import type { Dialect } from '../dialects.js';
 // check is one `uptime_checks` row, kept for a day (the minute series and exact percentiles of
 // the last 24 h); `uptime_rollups` sums them per hour with a histogram of response times (7 and
 // 30 days, and the day series), kept 90 days. An incident is a down period with its cause. A
-// notification is one delivery to one channel for one transition (or a test), keyed so that a
-// transition never notifies a channel twice, with its attempts and outcome.
+// notification is one delivery to one channel for one transition, a test or a crash (with its
+// cause), keyed so that it never notifies a channel twice, with its attempts and outcome.
+// `resource_metrics` is the resource sampler's history: per project or database and minute, the
+// average CPU and memory of its containers and the bytes they received and sent (kept 8 days).
 export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> {
   await db.schema.alterTable('uptime_monitors').addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0)).execute();
   await db.schema.alterTable('uptime_monitors').addColumn('successes', 'integer', (c) => c.notNull().defaultTo(0)).execute();
@@ -56,6 +58,7 @@ export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> 
     .addColumn('event', 'text', (c) => c.notNull())
     .addColumn('transition', 'text', (c) => c.notNull())
     .addColumn('channel', 'text', (c) => c.notNull())
+    .addColumn('cause', 'text')
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('attempts', 'integer', (c) => c.notNull())
     .addColumn('response_status', 'integer')
@@ -66,4 +69,18 @@ export async function up(db: Kysely<unknown>, _dialect: Dialect): Promise<void> 
     .execute();
   await db.schema.createIndex('uptime_notifications_project_idx').on('uptime_notifications').columns(['project_id', 'created_at']).execute();
   await db.schema.createIndex('uptime_notifications_status_idx').on('uptime_notifications').column('status').execute();
+
+  await db.schema
+    .createTable('resource_metrics')
+    .addColumn('resource_id', 'text', (c) => c.notNull())
+    .addColumn('minute', 'text', (c) => c.notNull())
+    .addColumn('cpu_millicores', 'integer', (c) => c.notNull())
+    .addColumn('memory_bytes', 'bigint', (c) => c.notNull())
+    .addColumn('memory_limit_bytes', 'bigint')
+    .addColumn('rx_bytes', 'bigint', (c) => c.notNull())
+    .addColumn('tx_bytes', 'bigint', (c) => c.notNull())
+    .addColumn('samples', 'integer', (c) => c.notNull())
+    .addPrimaryKeyConstraint('resource_metrics_pk', ['resource_id', 'minute'])
+    .execute();
+  await db.schema.createIndex('resource_metrics_minute_idx').on('resource_metrics').column('minute').execute();
 }

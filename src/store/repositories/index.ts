@@ -16,6 +16,7 @@ import { InvitationRepository } from './invitations.js';
 import { LeaseRepository } from './leases.js';
 import { MemberRepository } from './members.js';
 import { MetaRepository } from './meta.js';
+import { MetricsRepository } from './metrics.js';
 import { PaymentRepository } from './payments.js';
 import { ProjectRepository } from './projects.js';
 import { UptimeRepository } from './uptime.js';
@@ -47,6 +48,7 @@ export interface Repositories {
   uptime: UptimeRepository;
   databases: DatabaseRepository;
   meta: MetaRepository;
+  metrics: MetricsRepository;
 }
 
 /** The repositories over `db`: the store's Kysely instance, or one of its transactions; `cache`: the store's. */
@@ -73,6 +75,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     uptime: new UptimeRepository(db, dialect, cache),
     databases: new DatabaseRepository(db, dialect, cache),
     meta: new MetaRepository(db, dialect, cache),
+    metrics: new MetricsRepository(db, dialect, cache),
   };
 }
 
@@ -93,4 +96,5 @@ export type { UserRow } from './users.js';
 export type { LedgerEntry, LedgerRow, Wallet } from './wallets.js';
 export type { Meter, RunningResource, Usage } from './billing.js';
 export type { PaymentRow } from './payments.js';
+export type { MetricsMinute } from './metrics.js';
 export type { NewWorkspace, WorkspaceAccess, WorkspaceRow } from './workspaces.js';

@@ -38,4 +38,8 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
   app.get(`${one}/status`, { schema: s.projectStatus, config: { action: 'workspace.read' } }, async (req) =>
     ok(await projects.status(accessOf(req), req.params.project_slug)),
   );
+
+  app.get(`${one}/metrics`, { schema: s.projectMetrics, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await services.metrics.project(accessOf(req), req.params.project_slug, req.query.period ?? '1h')),
+  );
 };

@@ -132,3 +132,37 @@ export const projectStatus = {
   params: ProjectParams,
   response: { 200: Envelope(ProjectStatus), ...authErrors },
 };
+
+export const projectMetrics = {
+  tags,
+  summary: "A project's CPU, memory and network over the last hour (per minute), day (per 15 minutes) or week (per hour), for charts",
+  params: ProjectParams,
+  querystring: Type.Object({ period: Type.Optional(StringEnum(['1h', '24h', '7d'] as const, { default: '1h' })) }, { additionalProperties: false }),
+  response: {
+    200: Envelope(
+      Type.Object(
+        {
+          period: StringEnum(['1h', '24h', '7d'] as const),
+          from: Timestamp,
+          to: Timestamp,
+          step_sec: Type.Integer(),
+          memory_limit_bytes: Type.Union([Type.Integer(), Type.Null()]),
+          points: Type.Array(
+            Type.Object(
+              {
+                start: Timestamp,
+                cpu_millicores: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+                memory_bytes: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+                rx_bytes: Type.Integer({ description: 'Received over the step.' }),
+                tx_bytes: Type.Integer({ description: 'Sent over the step.' }),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    ...authErrors,
+  },
+};

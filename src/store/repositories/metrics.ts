@@ -1,0 +1,57 @@
+import { toNumber } from '../dialects.js';
+import type { ResourceMetricsTable } from '../schema.js';
+import { Repository } from './repository.js';
+
+/** One minute of a resource's use. */
+export interface MetricsMinute {
+  resource_id: string;
+  minute: string;
+  cpu_millicores: number;
+  memory_bytes: number;
+  memory_limit_bytes: number | null;
+  rx_bytes: number;
+  tx_bytes: number;
+  samples: number;
+}
+
+const minuteOf = (r: ResourceMetricsTable): MetricsMinute => ({
+  resource_id: r.resource_id,
+  minute: r.minute,
+  cpu_millicores: r.cpu_millicores,
+  memory_bytes: toNumber(r.memory_bytes),
+  memory_limit_bytes: r.memory_limit_bytes === null ? null : toNumber(r.memory_limit_bytes),
+  rx_bytes: toNumber(r.rx_bytes),
+  tx_bytes: toNumber(r.tx_bytes),
+  samples: r.samples,
+});
+
+/** The resource sampler's history (docs/uptime.md#resource-metrics). */
+export class MetricsRepository extends Repository {
+  async put(rows: readonly MetricsMinute[]): Promise<void> {
+    for (const row of rows) {
+      const { resource_id: _r, minute: _m, ...values } = row;
+      await this.db
+        .insertInto('resource_metrics')
+        .values(row)
+        .onConflict((oc) => oc.columns(['resource_id', 'minute']).doUpdateSet(values))
+        .execute();
+    }
+  }
+
+  async since(resourceId: string, since: string): Promise<MetricsMinute[]> {
+    const rows = await this.db.selectFrom('resource_metrics').selectAll().where('resource_id', '=', resourceId).where('minute', '>=', since).orderBy('minute').execute();
+    return rows.map(minuteOf);
+  }
+
+  /** Every resource's newest minute since `since` (the Prometheus gauges). */
+  async latest(since: string): Promise<Map<string, MetricsMinute>> {
+    const rows = await this.db.selectFrom('resource_metrics').selectAll().where('minute', '>=', since).orderBy('minute').execute();
+    const out = new Map<string, MetricsMinute>();
+    for (const r of rows) out.set(r.resource_id, minuteOf(r));
+    return out;
+  }
+
+  async prune(before: string): Promise<void> {
+    await this.db.deleteFrom('resource_metrics').where('minute', '<', before).execute();
+  }
+}
