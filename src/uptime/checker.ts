@@ -119,6 +119,8 @@ export interface UptimeCheckerOptions {
   concurrency?: number;
   /** how often the schedule is looked at */
   tickMs?: number;
+  /** told when each check starts, how late it is on its schedule (the benchmark) */
+  observe?: (projectId: string, lateMs: number) => void;
 }
 
 /** Statuses of a project whose failures say nothing about its app: a stopped or suspended project is `paused`. */
@@ -204,6 +206,7 @@ export class UptimeChecker {
       // the next check a whole interval after this one was due (no drift), never in the past
       this.next.set(m.project_id, Math.max(due + intervalMs, now + 1000));
       this.inFlight.add(m.project_id);
+      this.o.observe?.(m.project_id, now - due);
       const job = this.check(m)
         .catch((err: unknown) => {
           this.o.log.error({ err, project: m.project_id }, 'uptime: a check failed to complete');
