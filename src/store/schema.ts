@@ -195,7 +195,7 @@ export interface UptimeNotificationsTable {
   channel: string;
   /** what a crash alert says happened; null for the others (their incident says it) */
   cause: string | null;
-  /** pending | sent | failed */
+  /** pending (the notifier's queue) | sending (a test, delivered by the request) | sent | failed */
   status: string;
   attempts: number;
   response_status: number | null;

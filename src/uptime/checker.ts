@@ -1,9 +1,8 @@
 import { request } from 'node:http';
 import { iso } from '../domain/clock.js';
 import type { Deps } from '../deps.js';
-import { defaultDomain, defaultUrl } from '../projects/resolve.js';
-import type { MonitorState, MonitorTarget, Rollup } from '../store/repositories/index.js';
-import type { UptimeStatus } from '../store/schema.js';
+import { defaultDomain } from '../projects/resolve.js';
+import type { MonitorState, MonitorTarget, Rollup, UptimeNotificationRow } from '../store/repositories/index.js';
 import type { AlertEvent } from '../notify/channels.js';
 
 /** What one check found. */
@@ -284,18 +283,17 @@ export class UptimeChecker {
 
 class Moved extends Error {}
 
-/** One notification per configured channel, unique per transition (so never twice). */
-export async function queueNotifications(deps: Deps, uptime: Deps['store']['repos']['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null): Promise<string[]> {
-  const queued: string[] = [];
+/**
+ * One notification per configured channel, unique per transition (so never twice): the rows
+ * queued now. `sending`: the caller delivers them itself (a test), so the notifier's queue
+ * (`pending`) never picks them up as well.
+ */
+export async function queueNotifications(deps: Deps, uptime: Deps['store']['repos']['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null, status: 'pending' | 'sending' = 'pending'): Promise<UptimeNotificationRow[]> {
+  const queued: UptimeNotificationRow[] = [];
   const channels = [...(m.chat_webhook_url === null ? [] : ['webhook']), ...(m.notify_email === null ? [] : ['email'])];
   for (const channel of channels) {
-    const id = deps.ids.id();
-    if (await uptime.addNotification({ id, project_id: m.project_id, event, transition, channel, cause, status: 'pending', attempts: 0, response_status: null, error: null, created_at: at, sent_at: null })) queued.push(id);
+    const row: UptimeNotificationRow = { id: deps.ids.id(), project_id: m.project_id, event, transition, channel, cause, status, attempts: 0, response_status: null, error: null, created_at: at, sent_at: null };
+    if (await uptime.addNotification(row)) queued.push(row);
   }
   return queued;
 }
-
-/** The address shown in alerts: what a visitor types. */
-export const checkedUrl = (m: Pick<MonitorTarget, 'host_label' | 'check_path'>, deps: Deps): string => defaultUrl(defaultDomain(m, deps.platform.appsDomain), deps.platform.routerPort) + m.check_path;
-
-export type { UptimeStatus };

@@ -201,11 +201,9 @@ export class UptimeService {
       throw invalid('The monitor has neither chat_webhook_url nor notify_email: set one with PUT …/uptime first.');
     }
     const now = iso(this.deps.clock.now());
-    const ids = await queueNotifications(this.deps, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now);
+    const queued = await queueNotifications(this.deps, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now, null, 'sending');
     const view: TestView = { webhook: null, email: null };
-    for (const id of ids) {
-      const row = (await this.deps.store.repos.uptime.pendingNotifications()).find((r) => r.id === id);
-      if (row === undefined) continue;
+    for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);
       view[channel] = result;
     }

@@ -10,12 +10,10 @@ import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/upti
 import { UptimeNotifier } from '../../src/uptime/notifier.js';
 import { runningProject, setClock } from '../factories/billing.js';
 import { closeServer } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { makeWorkspace, quietLog, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../factories/webhook-receiver.js';
-
-const quiet = { info: () => undefined, warn: () => undefined, error: (obj: object, msg: string) => { console.error(msg, obj); } };
 
 /** Answers for every host like the router would: 200 with a page, or `failing` hosts with 503. */
 async function startFakeRouter(): Promise<{ port: number; failing: Set<string>; hits: string[]; close(): Promise<void> }> {
@@ -78,8 +76,8 @@ describe.each(STORE_KINDS)('uptime checks on %s', (kind) => {
     w = await makeWorkspace(s);
     project = await runningProject(s, w.id, { replicas: 1, cpu: '0.5', ram: '0.5' });
     host = `${(await s.store.db.selectFrom('projects').select('host_label').where('id', '=', project.id).executeTakeFirstOrThrow()).host_label}.apps.test`;
-    notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quiet, backoffMs: 5 });
-    checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quiet, rules: DEFAULT_UPTIME_RULES });
+    notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
   });
   afterAll(async () => {
     await checker.stop();
@@ -208,6 +206,16 @@ describe.each(STORE_KINDS)('uptime checks on %s', (kind) => {
     expect(r.body.data).toMatchObject({ webhook: { ok: true, status: 200, attempts: 1 }, email: { ok: true } });
     expect(mails().at(-1)).toBe(`Test notification from Slipway for ${project.slug} (${w.slug})`);
     expect((receiver.delivered().at(-1)?.body as { event: string }).event).toBe('test');
+    // the leader's notifier, woken while a test is being delivered, does not send it again
+    const tests = () => receiver.deliveries.filter((d) => (d.body as { event?: string } | undefined)?.event === 'test').length;
+    const before = tests();
+    receiver.delayNext(500);
+    const slow = s.request('POST', `${api()}/test`, { key: w.member.key });
+    await new Promise((res) => setTimeout(res, 150));
+    await notifier.wake();
+    expect((await slow).status).toBe(200);
+    await notifier.wake();
+    expect(tests()).toBe(before + 1);
     // a monitor without channels has nothing to test
     const other = await runningProject(s, w.id, { replicas: 1, cpu: '0.5', ram: '0.5' });
     const none = await s.request('POST', `/api/workspaces/${w.slug}/projects/${other.slug}/uptime/test`, { key: w.member.key });

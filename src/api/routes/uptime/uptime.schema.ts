@@ -110,7 +110,7 @@ export const uptimeNotifications = {
                 id: Type.String(),
                 event: Type.String({ description: 'down, up or test' }),
                 channel: Type.String({ description: 'webhook or email' }),
-                status: Type.String({ description: 'pending, sent or failed' }),
+                status: Type.String({ description: 'pending, sending (a test in progress), sent or failed' }),
                 attempts: Type.Integer(),
                 response_status: Nullable(Type.Integer()),
                 error: Nullable(Type.String()),
