@@ -17,13 +17,24 @@ type Labels = Record<(typeof labelNames)[number], string>;
  */
 export function registerProjectGauges(metrics: Registry, deps: Pick<Deps, 'store' | 'clock'>): void {
   /** every project's newest minute, by its labels */
-  const newest = async (): Promise<[Labels, MetricsMinute][]> => {
+  const read = async (): Promise<[Labels, MetricsMinute][]> => {
     const projects = await deps.store.db.selectFrom('projects').innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id').select(['projects.id', 'projects.slug as project', 'workspaces.slug as workspace']).execute();
     const minutes = await deps.store.repos.metrics.latest(iso(new Date(deps.clock.now().getTime() - 3 * 60_000)));
     return projects.flatMap((p) => {
       const m = minutes.get(p.id);
       return m === undefined ? [] : [[{ workspace: p.workspace, project: p.project }, m] as [Labels, MetricsMinute]];
     });
+  };
+  // the CPU and memory gauges are collected together at a scrape: one read of the store serves both
+  let reading: Promise<[Labels, MetricsMinute][]> | null = null;
+  const newest = (): Promise<[Labels, MetricsMinute][]> => {
+    if (reading === null) {
+      reading = read();
+      void reading.finally(() => {
+        reading = null;
+      }).catch(() => undefined);
+    }
+    return reading;
   };
   new Gauge({
     name: 'slipway_project_cpu_millicores',

@@ -10,12 +10,10 @@ import { instanceLabels } from '../../src/deploy/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { startTestEngine, type TestEngine } from '../factories/engine.js';
 import { RepoRoot, startGitServer, type GitServer } from '../factories/git-server.js';
-import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { makeWorkspace, quietLog, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { waitFor } from '../factories/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../factories/webhook-receiver.js';
-
-const quiet = { info: () => undefined, warn: () => undefined, error: (obj: object, msg: string) => { console.error(msg, obj); } };
 
 interface CrashBody {
   event: string;
@@ -41,8 +39,8 @@ describe('crash alerts on the engine', () => {
     w = await makeWorkspace(s);
     root = await RepoRoot.create();
     gitServer = await startGitServer({ root: root.dir });
-    notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quiet, backoffMs: 5 });
-    alerts = new CrashAlerts({ deps: s.deps, onQueued: () => { void notifier.wake(); }, log: quiet });
+    notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    alerts = new CrashAlerts({ deps: s.deps, onQueued: () => { void notifier.wake(); }, log: quietLog });
     engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { crashes: alerts, healthTimeoutMs: 8_000, reconcileEveryMs: 1_000 } });
     await alerts.watch(engine.runtime, instanceLabels(await instanceId(s.store)));
   }, 120_000);

@@ -8,12 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentView } from '../../src/projects/views.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/uptime/checker.js';
 import { UptimeNotifier } from '../../src/uptime/notifier.js';
+import { quietLog } from '../factories/harness.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { waitFor } from '../factories/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../factories/webhook-receiver.js';
-
-const quiet = { info: () => undefined, warn: () => undefined, error: (obj: object, msg: string) => { console.error(msg, obj); } };
 
 describe('uptime checks on the engine', () => {
   let fx: DeployFixture;
@@ -55,8 +54,8 @@ describe('uptime checks on the engine', () => {
     const put = await s.request('PUT', `${api()}/uptime`, { key: w.member.key, body: { enabled: true, check_interval_sec: 10, check_path: '/health.html', chat_webhook_url: `${receiver.url}/ops` } });
     expect(put.status, put.text).toBe(200);
 
-    const notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quiet, backoffMs: 5 });
-    const checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quiet, rules: DEFAULT_UPTIME_RULES });
+    const notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    const checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
     const after = async (ms: number) => {
       s.clock.advance(ms);
       await checker.tick();

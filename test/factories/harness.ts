@@ -61,6 +61,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** A log for the leader's workers in tests: quiet, but errors are shown. */
+export const quietLog = { info: () => undefined, warn: () => undefined, error: (obj: object, msg: string) => { console.error(msg, obj); } };
+
 const GENEROUS: RateLimit = { rate: 100_000, burst: 100_000 };
 
 /** The whole API on a real port, over a fresh store of the given kind. */
