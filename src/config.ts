@@ -10,6 +10,7 @@ import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
 import type { BillingPolicy } from './billing/policy.js';
 import { decimalToNanos, isCurrency } from './domain/money.js';
+import { isEmailAddress } from './domain/email.js';
 
 /** Where something listens: `:3000` means every interface. */
 export interface ListenAddress {
@@ -354,7 +355,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     return secretKey === '' ? null : { secretKey, apiUrl: apiUrl('paystack-api-url') };
   }
   const adminEmail = raw('admin-email');
-  if (!/^[^@\s]+@[^@\s]+$/.test(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
+  if (!isEmailAddress(adminEmail)) problems.push(`${where('admin-email')} must be an e-mail address.`);
 
   function acme(routerListen: ListenAddress, tlsListen: ListenAddress): AcmeConfig | null {
     const directoryUrl = raw('acme-directory-url');

@@ -3,8 +3,8 @@ import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyLoggerOptions, type FastifyRequest } from 'fastify';
-import type { LoggerOptions } from 'pino';
+import Fastify, { type FastifyLoggerOptions } from 'fastify';
+import { destination, type DestinationStream, type LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { registerProjectGauges } from '../metrics/prometheus.js';
 import type { Deps } from '../deps.js';
@@ -12,7 +12,7 @@ import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
 import { PING_EVERY_MS } from './stream.js';
-import { RefusalLog, RequestLogController } from './request-log.js';
+import { AccessLog, RefusalLog, RequestLogController, requestFields } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
 import { deployActionRoutes } from './routes/deployments/actions.routes.js';
@@ -73,24 +73,23 @@ function requestId(header: string | string[] | undefined): string {
   return typeof header === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(header) ? header : randomUUID();
 }
 
-function loggerOptions(log: AppDeps['log']): FastifyLoggerOptions & LoggerOptions {
+export function loggerOptions(log: AppDeps['log'], stream: Writable | DestinationStream): FastifyLoggerOptions & LoggerOptions {
   return {
     level: log.level,
-    ...(log.stream === undefined ? {} : { stream: log.stream }),
-    redact: {
-      paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', 'headers["x-api-key"]'],
-      censor: '[redacted]',
-    },
-    serializers: {
-      req: (req: FastifyRequest) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
-    },
+    stream,
+    // `req` is logged by the serializer below, which never writes headers: redacting paths under
+    // it cost a third of each request line's time for nothing
+    redact: { paths: ['headers["x-api-key"]', 'headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+    serializers: { req: requestFields },
   };
 }
 
 /** The whole HTTP API, built but not listening: `main` and the tests both start it. */
 export async function buildApp(deps: AppDeps) {
+  // pino's own default when none is given: standard output, written asynchronously
+  const stream = deps.log.stream ?? destination(1);
   const app = Fastify({
-    logger: loggerOptions(deps.log),
+    logger: loggerOptions(deps.log, stream),
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => requestId(req.headers['x-request-id']),
     requestIdHeader: false,
@@ -101,7 +100,7 @@ export async function buildApp(deps: AppDeps) {
     schemaErrorFormatter: (errors, part) => new Error(describeValidationError(errors, part)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
-    logController: new RequestLogController(),
+    logController: new RequestLogController(new AccessLog(stream)),
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -120,10 +119,12 @@ export async function buildApp(deps: AppDeps) {
     registers: [metrics],
   });
 
-  // callback hooks, not async ones: every request runs them, and a promise each is measurable
-  app.addHook('onSend', (request, reply, payload, done) => {
+  // callback hooks, not async ones: every request runs them, and a promise each is measurable.
+  // The request id is set as the request arrives, not in an onSend hook: errors keep the headers
+  // already set, and a route without onSend hooks skips their runner.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done(null, payload);
+    done();
   });
   // one bound series per method, route and status: prom-client hashes a label object at every observe
   const series = new Map<string, Histogram.Internal<'method' | 'route' | 'status'>>();

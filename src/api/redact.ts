@@ -7,6 +7,8 @@ const SECRET_NAMES = new Set(['api_key', 'token', 'code', 'state']);
 /** Anything shaped like one of our secrets (`svc_sk_…` keys, `svc_inv_…` invitation tokens), wherever it is. */
 const SECRET_SHAPED = /svc_(?:sk|inv)_[0-9a-z]+/gi;
 const looksSecret = (text: string): boolean => /svc_(?:sk|inv)_[0-9a-z]+/i.test(text);
+/** A URL without any of these is logged as it is. */
+const MAY_HOLD_SECRET = /[?#%]|svc_/i;
 
 /** A query name or value as the query parser (fast-querystring) reads it: `+` is a space, then percent-decoding. */
 function decoded(text: string): string {
@@ -25,6 +27,8 @@ function decoded(text: string): string {
  * redacted too; a value that decodes to something key-shaped is redacted whatever its name.
  */
 export function redactUrl(url: string): string {
+  // most URLs: no query, nothing encoded, nothing key-shaped
+  if (!MAY_HOLD_SECRET.test(url)) return url;
   let cut = -1;
   for (let i = 1; i < url.length; i++) {
     const c = url.charCodeAt(i);
@@ -34,8 +38,9 @@ export function redactUrl(url: string): string {
     }
   }
   let path = (cut === -1 ? url : url.slice(0, cut)).replace(SECRET_SHAPED, '[redacted]');
-  // a key percent-encoded into the path: log that path decoded, with the key taken out
-  if (looksSecret(decoded(path.replace(/\+/g, '%2B')))) path = decoded(path.replace(/\+/g, '%2B')).replace(SECRET_SHAPED, '[redacted]');
+  // a key percent-encoded into the path: log that path decoded, with the key taken out (without
+  // a `%`, decoding changes nothing)
+  if (path.includes('%') && looksSecret(decoded(path.replace(/\+/g, '%2B')))) path = decoded(path.replace(/\+/g, '%2B')).replace(SECRET_SHAPED, '[redacted]');
   if (cut === -1) return path;
   const query = url
     .slice(cut + 1)

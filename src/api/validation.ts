@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isEmailAddress } from '../domain/email.js';
 
 /**
  * Two Ajv instances: bodies are validated as sent (no coercion, unknown fields rejected, not
@@ -19,7 +20,8 @@ function makeAjv(coerce: boolean): Ajv {
   });
   // OpenAPI-style extension keywords carried by our schemas.
   ajv.addVocabulary(['x-error', 'example']);
-  addFormats.default(ajv, ['email', 'date-time', 'uri']);
+  addFormats.default(ajv, ['date-time', 'uri']);
+  ajv.addFormat('email', { type: 'string', validate: isEmailAddress });
   return ajv;
 }
 

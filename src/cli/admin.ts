@@ -1,8 +1,7 @@
-import { systemClock } from '../domain/clock.js';
-import { createDeps } from '../create-deps.js';
+import { idSource, systemClock, systemRandom } from '../domain/clock.js';
 import { isRole, type Role } from '../domain/roles.js';
+import { isEmailAddress } from '../domain/email.js';
 import type { Config } from '../config.js';
-import type { LogStore } from '../domain/logs.js';
 import { createStore } from '../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
 import { createNewUser, normalizeEmail } from '../tenancy/users.js';
@@ -16,14 +15,13 @@ export class CliError extends Error {}
  * waits for its write lock), creates the user, adds them to a workspace and prints a key.
  */
 export async function createUser(config: Config, input: { email: string; workspace: string; role: string; name?: string | undefined }): Promise<{ userId: string; key: string; expiresAt: string }> {
-  if (!/^[^@\s]+@[^@\s]+\.?[^@\s]*$/.test(input.email)) throw new CliError(`--email must be an e-mail address (got "${input.email}").`);
+  if (!isEmailAddress(input.email)) throw new CliError(`--email must be an e-mail address (got "${input.email}").`);
   if (!isRole(input.role)) throw new CliError(`--role must be one of owner, admin, member (got "${input.role}").`);
   const role: Role = input.role;
-  const store = await createStore(config.databaseUrl);
-  let logs: LogStore | undefined;
+  // Only the store: no read connection, no log store, no secret key (nothing is sealed here).
+  const store = await createStore(config.databaseUrl, { readConnection: false });
   try {
-    const deps = await createDeps(config, store);
-    logs = deps.logs;
+    const deps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
     const keys = new ApiKeyService(deps);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
@@ -40,7 +38,6 @@ export async function createUser(config: Config, input: { email: string; workspa
       throw isUniqueViolation(err) ? taken() : err;
     });
   } finally {
-    await logs?.close();
     await store.close();
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { idSource, systemRandom, uuidv7 } from './clock.js';
+import { isEmailAddress } from './email.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from './keys.js';
 import { allows, atLeast } from './roles.js';
 import { isSlug, slugify } from './slug.js';
@@ -75,5 +76,14 @@ describe('slugs', () => {
 
   it('rejects what is not a DNS label', () => {
     for (const bad of ['', '-a', 'a-', 'A', 'a_b', 'a'.repeat(64)]) expect(isSlug(bad)).toBe(false);
+  });
+});
+
+describe('isEmailAddress', () => {
+  it('takes a dot-atom local part at a host name of one or more labels, and nothing else', () => {
+    for (const ok of ['admin@localhost', 'a.b+c@example.com', 'ops@build-01', "o'neil@x.example"]) expect(isEmailAddress(ok), ok).toBe(true);
+    for (const bad of ['nobody', 'a@b@c', '@x', 'a@', 'a b@c', 'a@-x', 'a@x-', 'a..b@c', 'a@x..y', `a@${'x'.repeat(64)}`, `${'a'.repeat(250)}@x.io`]) {
+      expect(isEmailAddress(bad), bad).toBe(false);
+    }
   });
 });

@@ -111,7 +111,7 @@ export class NginxDriver implements RouterDriver {
     this.nginx = new NginxProcess({
       dir: this.dir,
       paths: this.paths,
-      logs: new NginxLogs(this.paths.errorLog, [this.paths.accessLog], opts.logRotateBytes),
+      logs: new NginxLogs(this.paths.errorLog, [this.paths.accessLog], opts.logRotateBytes, [this.paths.stderr]),
       clock: opts.clock ?? systemClock,
       log: this.log,
       reloadTimeoutMs: opts.reloadTimeoutMs ?? 15_000,

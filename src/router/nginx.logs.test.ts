@@ -72,4 +72,20 @@ describe('NginxLogs', () => {
     expect(await readFile(`${access}.1`, 'utf8')).toBe('b'.repeat(120));
     expect(existsSync(join(dir, 'error.log.2'))).toBe(false);
   });
+
+  it('rotates nginx\'s standard error only while nginx is stopped, since it is not reopened on USR1', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'slipway-nginx-logs-'));
+    cleanup.push(dir);
+    const stderr = join(dir, 'stderr.log');
+    const logs = new NginxLogs(join(dir, 'error.log'), [], 100, [stderr]);
+    await writeFile(stderr, 's'.repeat(150));
+    let reopened = 0;
+    expect(await logs.rotate(() => { reopened += 1; })).toBe(false);
+    expect(reopened).toBe(0);
+    expect(existsSync(`${stderr}.1`)).toBe(false);
+
+    expect(await logs.rotate(undefined)).toBe(true);
+    expect(await readFile(`${stderr}.1`, 'utf8')).toBe('s'.repeat(150));
+    expect(existsSync(stderr)).toBe(false);
+  });
 });

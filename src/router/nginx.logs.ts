@@ -26,6 +26,12 @@ export class NginxLogs {
     private readonly others: readonly string[],
     /** a log larger than this is rotated */
     private readonly rotateBytes: number = DEFAULT_LOG_ROTATE_BYTES,
+    /**
+     * logs nginx does not reopen on USR1 (its standard error, given at start): rotated only while
+     * nginx is not running, before a start, since a running master would go on writing the
+     * renamed file
+     */
+    private readonly whileStopped: readonly string[] = [],
   ) {}
 
   /** Where the error log stands now. */
@@ -59,12 +65,13 @@ export class NginxLogs {
   /**
    * Renames each log past the size to `<name>.1` (replacing the previous one), then has a
    * running nginx reopen its logs (`reopen` sends USR1) and waits until it has created the
-   * error log anew, so that a mark taken next is on the file nginx writes. True when it rotated.
+   * error log anew, so that a mark taken next is on the file nginx writes. Without `reopen`
+   * (nginx is not running) the logs of `whileStopped` are rotated too. True when it rotated.
    */
   async rotate(reopen: (() => void) | undefined): Promise<boolean> {
     let rotated = false;
     let errorLogRotated = false;
-    for (const file of [this.errorLog, ...this.others]) {
+    for (const file of [this.errorLog, ...this.others, ...(reopen === undefined ? this.whileStopped : [])]) {
       const { size } = await this.mark(file);
       if (size <= this.rotateBytes) continue;
       await rename(file, `${file}.1`);

@@ -31,8 +31,8 @@ export interface Store {
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url);
 
 /** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */
-export async function createStore(url: string, opts: { upTo?: string } = {}): Promise<Store> {
-  const store = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''));
+export async function createStore(url: string, opts: { upTo?: string; readConnection?: boolean } = {}): Promise<Store> {
+  const store = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''), opts.readConnection ?? true);
   try {
     await migrate(store, opts.upTo);
   } catch (err) {
@@ -54,7 +54,8 @@ function ownerOnly(file: string): void {
   }
 }
 
-function openSqlite(file: string): Store {
+/** `readConnection`: the API's hot-path reads get a connection of their own (a one-shot command needs none). */
+function openSqlite(file: string, readConnection: boolean): Store {
   if (file !== ':memory:') {
     mkdirSync(dirname(file), { recursive: true });
     ownerOnly(file);
@@ -70,7 +71,7 @@ function openSqlite(file: string): Store {
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: preparedOnce(database) }) });
   // the hot path's reads on a connection of their own (prepared-query.ts); an in-memory database
   // is private to its connection, so it has none
-  const reader = file === ':memory:' ? undefined : new SQLite(file);
+  const reader = file === ':memory:' || !readConnection ? undefined : new SQLite(file);
   if (reader !== undefined) {
     reader.pragma('busy_timeout = 5000');
     readsAlongside(db, preparedOnce(reader));

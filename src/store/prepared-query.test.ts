@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from './db.js';
 import { PreparedQuery } from './prepared-query.js';
@@ -93,6 +94,21 @@ describe('PreparedQuery on an SQLite file store (its own read connection)', () =
 
     await store.db.deleteFrom('users').where('id', '=', 'k1').execute();
     expect(await q.first(store.db, 'sqlite', 'k1')).toBeUndefined();
+  });
+
+  it('sees a commit of a connection outside this process\'s store from the next event-loop turn on', async () => {
+    const q = new PreparedQuery(1, (db, id: string) => db.selectFrom('users').select(['id', 'name']).where('id', '=', id));
+    await store.db.insertInto('users').values({ id: 'k3', email: 'k3@example.com', name: 'before', created_at: new Date().toISOString() }).execute();
+    expect(await q.first(store.db, 'sqlite', 'k3')).toEqual({ id: 'k3', name: 'before' });
+    // a bare connection, as another process (slipway admin, a replica) has
+    const outside = new SQLite(join(dir, 'slipway.db'));
+    try {
+      outside.prepare("UPDATE users SET name = 'after' WHERE id = 'k3'").run();
+    } finally {
+      outside.close();
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await q.first(store.db, 'sqlite', 'k3')).toEqual({ id: 'k3', name: 'after' });
   });
 
   it('shares a kept answer frozen, so that one caller cannot change what the next one reads', async () => {

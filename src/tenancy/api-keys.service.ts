@@ -21,7 +21,7 @@ export class ApiKeyService {
   /** when this process last wrote each key's `last_used_at`, by key id */
   private readonly touched = new Map<string, number>();
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Pick<Deps, 'store' | 'clock' | 'random' | 'ids'>) {}
 
   /** Mint a key for a user, listed under a workspace (in `tx`'s transaction, if any). Only the digest is stored. */
   async issue(

@@ -11,7 +11,7 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
  * account. Code that hands out a key uses createNewUser.
  */
 export async function findOrCreateUser(
-  deps: Deps,
+  deps: Pick<Deps, 'ids' | 'clock'>,
   repos: Pick<Repositories, 'users'>,
   email: string,
   name?: string,
@@ -35,7 +35,7 @@ export async function findOrCreateUser(
  * account here may be handed its first key, so an address that is taken (even by a concurrent
  * transaction) fails with the store's unique violation instead (isUniqueViolation).
  */
-export async function createNewUser(deps: Deps, repos: Pick<Repositories, 'users'>, email: string, name?: string): Promise<UserRow> {
+export async function createNewUser(deps: Pick<Deps, 'ids' | 'clock'>, repos: Pick<Repositories, 'users'>, email: string, name?: string): Promise<UserRow> {
   const normalized = normalizeEmail(email);
   const row: UserRow = {
     id: deps.ids.id(),

@@ -152,6 +152,25 @@ describe.each(STORE_KINDS)('bootstrap and admin create-user on %s', (kind) => {
     expect(r).toMatchObject({ code: 2, stdout: '' });
   });
 
+  it('admin create-user touches only the store: no log store, no secret key file in a data directory without them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'slipway-admin-'));
+    try {
+      const store = await createStore(kind === 'postgres' ? db.url : join(dir, 'slipway.db'));
+      try {
+        await store.db.insertInto('workspaces').values({ id: 'w-admin', slug: 'ops', name: 'Ops', settings: '{}', created_at: iso(systemClock.now()), updated_at: iso(systemClock.now()) }).execute();
+      } finally {
+        await store.close();
+      }
+      const r = await runSlipway(['admin', 'create-user', '--email', 'ops@localhost', '--workspace', 'ops', '--data-dir', dir, ...(kind === 'postgres' ? ['--database-url', db.url] : [])]);
+      expect(r.stderr).toMatch(/^Created user/);
+      expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(ONLY_KEY) });
+      expect(existsSync(join(dir, 'logs.db'))).toBe(false);
+      expect(existsSync(join(dir, 'secret.key'))).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('accepts an e-mail refused only for its workspace, here as a second owner', async () => {
     const r = await runSlipway(['admin', 'create-user', '--email', 'carol@example.com', '--role', 'owner', ...storeArgs(db)]);
     expect(r.code).toBe(0);

@@ -65,6 +65,18 @@ describe.each(STORE_KINDS)('invitations on %s', (kind) => {
     expect((await invite('ok@example.com', 'emperor')).status).toBe(400);
   });
 
+  it('invites an address on a single-label host, as the owner made on first start has (admin@localhost)', async () => {
+    const inv = await invite('Admin@LocalHost');
+    expect(inv.status).toBe(201);
+    expect(inv.body.data?.email).toBe('admin@localhost');
+    const r = await accept(inv.body.data?.token ?? '', 'Admin');
+    expect(r.status).toBe(201);
+    expect((await s.request('GET', `/api/workspaces/${w.slug}`, { key: r.body.data?.key })).status).toBe(200);
+    for (const bad of ['admin@', '@localhost', 'admin@-local', 'admin@local host', 'a@b@c']) {
+      expect(await invite(bad)).toMatchObject({ status: 400, body: { error: '"email" must be a valid e-mail address.' } });
+    }
+  });
+
   it('lets only owners invite owners', async () => {
     expect((await invite('boss@example.com', 'owner', w.admin.key)).status).toBe(403);
     expect((await invite('boss@example.com', 'owner', w.owner.key)).status).toBe(201);

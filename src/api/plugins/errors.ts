@@ -46,7 +46,9 @@ export function send(reply: FastifyReply, status: number, message: string, heade
  * Errors Fastify's router raises before any route or hook runs (a malformed or over-long path
  * segment): given to the server as its `frameworkErrors` option so they get the envelope too.
  */
-export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // refused before routing, so before the onRequest hook that names every response
+  reply.header('x-request-id', request.id);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void send(reply, 414, 'A segment of the request path is too long.');
   else void send(reply, 400, FASTIFY_MESSAGES[err.code] ?? 'The request path is not valid.');
 }

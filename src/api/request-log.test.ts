@@ -1,0 +1,48 @@
+import { Writable } from 'node:stream';
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { loggerOptions } from './app.js';
+import { AccessLog, RequestLogController } from './request-log.js';
+
+/** The lines a logger wrote, as text. */
+function capture(): { stream: Writable; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter((l) => l !== ''));
+      done();
+    },
+  });
+  return { stream, lines };
+}
+
+/** A request line, served by an app whose completed requests are logged by `controller`. */
+async function lineOf(fast: boolean, url: string): Promise<string> {
+  const { stream, lines } = capture();
+  const app = Fastify({
+    logger: loggerOptions({ level: 'info' }, stream),
+    genReqId: () => 'req-7',
+    logController: new RequestLogController(fast ? new AccessLog(stream) : undefined),
+  });
+  app.get('/api/workspaces/:slug', async () => ({ ok: true }));
+  await app.ready();
+  await app.inject({ method: 'GET', url });
+  await app.close();
+  const line = lines.find((l) => l.includes('"request completed"'));
+  if (line === undefined) throw new Error(`no request line among ${lines.join('\n')}`);
+  // the two requests were served at different moments and took different times
+  return line.replace(/"time":\d+/, '"time":0').replace(/"responseTime":[0-9.e-]+/, '"responseTime":0');
+}
+
+describe('the access log of completed requests', () => {
+  it('writes exactly the line pino writes for the request, key for key', async () => {
+    for (const url of ['/api/workspaces/alpha', '/api/workspaces/alpha?api_key=svc_sk_' + '1'.repeat(40) + '&x=%22quoted%22']) {
+      const fast = await lineOf(true, url);
+      expect(fast).toBe(await lineOf(false, url));
+      const parsed = JSON.parse(fast) as { req: { url: string }; reqId: string; res: { statusCode: number } };
+      expect(parsed.reqId).toBe('req-7');
+      expect(parsed.res.statusCode).toBe(200);
+      expect(parsed.req.url).not.toContain('svc_sk_');
+    }
+  });
+});
