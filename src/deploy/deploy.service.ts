@@ -132,8 +132,10 @@ export class DeployService {
   /**
    * A GitHub App delivery of a push to `repo@branch`: deploy every project connected to it with
    * auto_deploy on whose connection uses that very installation, linked to the project's own
-   * workspace. Projects of workspaces without credit are skipped. The deployments build the
-   * pushed commit only if it is still the branch's head when fetched. Returns them.
+   * workspace. Projects of workspaces without credit are skipped, and so are projects that
+   * already have a Git deployment of the pushed commit queued, under way or running (the same
+   * push delivered by a repository webhook too). The deployments build the pushed commit only if
+   * it is still the branch's head when fetched. Returns them.
    */
   async deployFromAppPush(push: AppPush): Promise<DeploymentView[]> {
     if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
@@ -149,7 +151,8 @@ export class DeployService {
   /**
    * A repository webhook's push, delivered to one connection's URL and verified with its secret:
    * deploy that connection's project, and only if the push is for its repository and branch and
-   * auto_deploy is on (the caller checked); null when its workspace has no credit.
+   * auto_deploy is on (the caller checked); null when its workspace has no credit or the project
+   * already has a Git deployment of that commit queued, under way or running.
    */
   async deployConnectionPush(projectId: string, push: Push): Promise<DeploymentView | null> {
     const p = await this.deps.store.repos.projects.byId(projectId);
@@ -229,12 +232,18 @@ export class DeployService {
       if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return null;
       throw err;
     }
-    return this.enqueue({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
+    const { row, queued } = await this.queue.enqueueOrFind({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
+    // the same push, delivered by the other way in (repository webhook or GitHub App): already deployed
+    return queued ? this.started(row) : null;
   }
 
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {
-    const row = await this.queue.enqueue(input);
-    await refreshProjectStatus(this.deps.store.repos, input.projectId, iso(this.deps.clock.now()));
+    return this.started(await this.queue.enqueue(input));
+  }
+
+  /** A deployment just queued: its project's status follows, and the engine looks at the queue. */
+  private async started(row: DeploymentRow): Promise<DeploymentView> {
+    await refreshProjectStatus(this.deps.store.repos, row.project_id, iso(this.deps.clock.now()));
     this.engine.wake();
     return deploymentView(row);
   }

@@ -10,7 +10,11 @@ export interface EnqueueInput {
   branch?: string | null;
   commitSha?: string | null;
   commitMessage?: string | null;
-  /** a push webhook's deployment: built only if commitSha is still the branch's head */
+  /**
+   * a push webhook's deployment: built only if commitSha is still the branch's head, and not
+   * queued at all when a Git deployment of that commit is already queued, under way or running
+   * (one push reaches a project through both its repository webhook and the GitHub App)
+   */
   requireHead?: boolean;
 }
 
@@ -40,6 +44,16 @@ export class DeployQueue {
    * superseded in the same transaction: only the newest request is worth building.
    */
   async enqueue(input: EnqueueInput): Promise<DeploymentRow> {
+    return (await this.enqueueOrFind(input)).row;
+  }
+
+  /**
+   * As enqueue, except for a push (`requireHead`) of a commit the project already has queued,
+   * under way or running from Git: that deployment is answered, and nothing is queued or
+   * superseded. The check is made under the project's lock, so of two deliveries of one push
+   * exactly one queues.
+   */
+  async enqueueOrFind(input: EnqueueInput): Promise<{ row: DeploymentRow; queued: boolean }> {
     const now = iso(this.deps.clock.now());
     const row: DeploymentRow = {
       id: this.deps.ids.id(),
@@ -60,13 +74,17 @@ export class DeployQueue {
       restart_requested_at: null,
       require_head: input.requireHead === true ? 1 : 0,
     };
-    await this.deps.store.transaction(async (tx) => {
+    const commitSha = input.requireHead === true ? input.commitSha : undefined;
+    const found = await this.deps.store.transaction(async (tx) => {
       // Concurrent enqueues of one project queue on its row (PostgreSQL; SQLite has one writer).
       await tx.projects.lock(input.projectId, { noKey: false });
+      const live = commitSha == null ? undefined : await tx.deployQueue.liveOfCommit(input.projectId, commitSha);
+      if (live !== undefined) return live;
       await tx.deployQueue.supersedeQueued(input.projectId, now, `Superseded by deployment ${row.id} before it started.`);
       await tx.deployQueue.insert(row);
+      return undefined;
     });
-    return row;
+    return found === undefined ? { row, queued: true } : { row: found, queued: false };
   }
 
   /** The next deployment to build, now leased to `worker`; null when there is nothing to do. */

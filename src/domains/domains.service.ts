@@ -70,6 +70,31 @@ export function parseHostName(input: string, appsDomain: string): string {
 /** How many pending domains are asked about at once by the background pass. */
 const PASS_CONCURRENCY = 4;
 
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+/**
+ * How often the background pass asks DNS about a pending claim of this age: every pass in its
+ * first hour, then hourly, then daily from its eighth day (POST …/verify asks at any time). A
+ * claim nobody proves thus costs a few DNS questions a day, not one a minute forever.
+ */
+export function askEveryMs(ageMs: number): number {
+  if (ageMs < HOUR_MS) return 0;
+  return ageMs < 7 * DAY_MS ? HOUR_MS : DAY_MS;
+}
+
+/**
+ * Whether a pass at `now` asks about a claim made at `created`, the previous pass having run at
+ * `previous` (undefined: none yet in this process): when a period of the claim's age has ended
+ * since the previous pass.
+ */
+export function isDue(created: number, now: number, previous: number | undefined): boolean {
+  const every = askEveryMs(now - created);
+  // no earlier pass here, or the clock went back: ask
+  if (every === 0 || previous === undefined || previous > now) return true;
+  return Math.floor((now - created) / every) > Math.floor((previous - created) / every);
+}
+
 /**
  * Custom domains of projects. A name is routed only once its ownership is proven (verified);
  * a verified name belongs to at most one project on the whole platform (partial unique index),
@@ -79,6 +104,8 @@ export class DomainService {
   readonly policy: DomainPolicy;
   private readonly proof: OwnershipProof;
   private passing: Promise<void> | null = null;
+  /** when this process's previous background pass began (monotonic within the service's clock) */
+  private previousPass: number | undefined;
 
   constructor(
     readonly deps: Deps,
@@ -167,8 +194,8 @@ export class DomainService {
   }
 
   /**
-   * One background pass over the pending domains: each is asked about again (with
-   * verification off, each is trusted now). Passes do not overlap.
+   * One background pass over the pending domains: each one due (askEveryMs) is asked about again
+   * (with verification off, each is trusted now). Passes do not overlap.
    */
   verifyPending(): Promise<void> {
     this.passing ??= this.pass().finally(() => {
@@ -183,8 +210,12 @@ export class DomainService {
   }
 
   private async pass(): Promise<void> {
+    const now = this.deps.clock.now().getTime();
+    const previous = this.previousPass;
+    this.previousPass = now;
     const pending = await this.deps.store.repos.domains.pending();
-    const queue = [...pending];
+    // with verification off nothing is asked: every claim is trusted at once
+    const queue = this.policy.verification === 'off' ? [...pending] : pending.filter((row) => isDue(Date.parse(row.created_at), now, previous));
     const worker = async () => {
       for (let row = queue.shift(); row !== undefined; row = queue.shift()) {
         const settled = this.policy.verification === 'off' ? await this.markVerified(row) : await this.tryVerify(row);

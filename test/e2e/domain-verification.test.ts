@@ -122,6 +122,39 @@ describe.each(STORE_KINDS)('custom domain verification on %s', (kind) => {
     expect((await list(bigcorp, p)).body.data?.[0]?.verified).toBe(true);
   });
 
+  it('asks about a pending claim at every pass in its first hour, then hourly; POST …/verify asks at any time', async () => {
+    const p = await makeProject(s, bigcorp);
+    const name = fresh('slow');
+    const r = await add(bigcorp, p, name);
+    const id = r.body.data?.id ?? '';
+    const verified = async () => (await list(bigcorp, p)).body.data?.find((d) => d.id === id)?.verified;
+    await s.services.domains.verifyPending();
+    const start = s.clock.now().getTime();
+    try {
+      s.clock.advance(2 * 3_600_000);
+      await s.services.domains.verifyPending();
+      dns.setTxt(`_slipway-challenge.${name}`, [r.body.data?.verification?.value ?? '']);
+      // ten minutes later: this hour's question was asked already
+      s.clock.advance(600_000);
+      await s.services.domains.verifyPending();
+      expect(await verified()).toBe(false);
+      // the next hour
+      s.clock.advance(3_000_000);
+      await s.services.domains.verifyPending();
+      expect(await verified()).toBe(true);
+
+      const other = await makeProject(s, bigcorp);
+      const late = fresh('late');
+      const claim = await add(bigcorp, other, late);
+      s.clock.advance(2 * 3_600_000);
+      await s.services.domains.verifyPending();
+      dns.setTxt(`_slipway-challenge.${late}`, [claim.body.data?.verification?.value ?? '']);
+      expect((await verify(bigcorp, other, claim.body.data?.id ?? '')).body.data?.verified).toBe(true);
+    } finally {
+      s.clock.advance(start - s.clock.now().getTime());
+    }
+  });
+
   it('holds the limit of domains per project, pending ones included, with a clear 409 that saves nothing', async () => {
     const p = await makeProject(s, mallory);
     const names = [1, 2, 3, 4, 5, 6].map(() => fresh('many'));

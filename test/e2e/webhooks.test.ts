@@ -459,6 +459,33 @@ describe.each(STORE_KINDS)('GitHub App webhooks on %s', (kind) => {
     expect(await deploymentsOf(s, p)).toHaveLength(1);
   });
 
+  it('deploys a push once when it arrives both through the App and through the connection\'s own webhook, even at the same moment', async () => {
+    const id = installation++;
+    const name = repo();
+    await link(w, id);
+    const p = await viaInstallation(w, name, id);
+    const first = pushPayload(name, 'refs/heads/main', { installation: { id } });
+    const viaApp = await deliver(s, APP_HOOK, APP_SECRET, 'push', first);
+    expect(viaApp.status, viaApp.text).toBe(202);
+    expect(viaApp.body.data?.deployments).toHaveLength(1);
+    const viaHook = await deliver(s, p.hook, p.secret, 'push', first);
+    expect(viaHook.status, viaHook.text).toBe(202);
+    expect(viaHook.body.data?.deployments).toEqual([]);
+    expect((await deploymentsOf(s, p)).map((d) => d.id)).toEqual(viaApp.body.data?.deployments);
+
+    // the next commit, by both ways at once: one deployment, which supersedes the first
+    const second = pushPayload(name, 'refs/heads/main', { installation: { id } });
+    const both = await Promise.all([deliver(s, APP_HOOK, APP_SECRET, 'push', second), deliver(s, p.hook, p.secret, 'push', second)]);
+    for (const r of both) expect(r.status, r.text).toBe(202);
+    const queued = both.flatMap((r) => r.body.data?.deployments ?? []);
+    expect(queued).toHaveLength(1);
+    const all = await deploymentsOf(s, p);
+    expect(all.map((d) => [d.id, d.status, d.commit_sha])).toEqual([
+      [queued[0], 'queued', second.after],
+      [viaApp.body.data?.deployments?.[0], 'superseded', first.after],
+    ]);
+  });
+
   it('prunes claims older than seven days', async () => {
     const id = installation++;
     const name = repo();

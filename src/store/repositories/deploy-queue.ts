@@ -1,4 +1,4 @@
-import { LEASED, type DeploymentStatus } from '../../domain/deployment.js';
+import { LEASED, LIVE, type DeploymentStatus } from '../../domain/deployment.js';
 import type { DeploymentRow } from '../schema.js';
 import { Repository } from './repository.js';
 
@@ -17,6 +17,21 @@ export class DeployQueueRepository extends Repository {
    */
   async supersedeQueued(projectId: string, at: string, error: string): Promise<void> {
     await this.db.updateTable('deployments').set({ status: 'superseded', finished_at: at, error }).where('project_id', '=', projectId).where('status', '=', 'queued').execute();
+  }
+
+  /** The project's newest Git deployment of `commitSha` that is queued, under way or running. */
+  async liveOfCommit(projectId: string, commitSha: string): Promise<DeploymentRow | undefined> {
+    return this.db
+      .selectFrom('deployments')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('source', '=', 'git')
+      .where('commit_sha', '=', commitSha)
+      .where('status', 'in', LIVE)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   async insert(row: DeploymentRow): Promise<void> {
