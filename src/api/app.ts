@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyLoggerOptions } from 'fastify';
-import { destination, type DestinationStream, type LoggerOptions } from 'pino';
+import { destination, type LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { registerProjectGauges } from '../metrics/prometheus.js';
 import type { Deps } from '../deps.js';
@@ -12,7 +12,7 @@ import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
 import { PING_EVERY_MS } from './stream.js';
-import { AccessLog, RefusalLog, RequestLogController, requestFields } from './request-log.js';
+import { AccessLog, RefusalLog, RequestLogController, requestFields, type LogStream } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
 import { deployActionRoutes } from './routes/deployments/actions.routes.js';
@@ -73,7 +73,7 @@ function requestId(header: string | string[] | undefined): string {
   return typeof header === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(header) ? header : randomUUID();
 }
 
-export function loggerOptions(log: AppDeps['log'], stream: Writable | DestinationStream): FastifyLoggerOptions & LoggerOptions {
+export function loggerOptions(log: AppDeps['log'], stream: LogStream): FastifyLoggerOptions & LoggerOptions {
   return {
     level: log.level,
     stream,
@@ -87,9 +87,9 @@ export function loggerOptions(log: AppDeps['log'], stream: Writable | Destinatio
 /** The whole HTTP API, built but not listening: `main` and the tests both start it. */
 export async function buildApp(deps: AppDeps) {
   // pino's own default when none is given: standard output, written asynchronously
-  const stream = deps.log.stream ?? destination(1);
+  const access = new AccessLog(deps.log.stream ?? destination(1));
   const app = Fastify({
-    logger: loggerOptions(deps.log, stream),
+    logger: loggerOptions(deps.log, access.ordered),
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => requestId(req.headers['x-request-id']),
     requestIdHeader: false,
@@ -100,10 +100,14 @@ export async function buildApp(deps: AppDeps) {
     schemaErrorFormatter: (errors, part) => new Error(describeValidationError(errors, part)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
-    logController: new RequestLogController(new AccessLog(stream)),
+    logController: new RequestLogController(access),
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  app.addHook('onClose', (_instance, done) => {
+    access.flush();
+    done();
+  });
   app.setValidatorCompiler(validatorCompiler());
   app.addSchema(ErrorEnvelope);
 

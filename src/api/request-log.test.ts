@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { loggerOptions } from './app.js';
 import { AccessLog, RequestLogController } from './request-log.js';
@@ -19,15 +19,17 @@ function capture(): { stream: Writable; lines: string[] } {
 /** A request line, served by an app whose completed requests are logged by `controller`. */
 async function lineOf(fast: boolean, url: string): Promise<string> {
   const { stream, lines } = capture();
+  const access = new AccessLog(stream);
   const app = Fastify({
-    logger: loggerOptions({ level: 'info' }, stream),
+    logger: loggerOptions({ level: 'info' }, fast ? access.ordered : stream),
     genReqId: () => 'req-7',
-    logController: new RequestLogController(fast ? new AccessLog(stream) : undefined),
+    logController: new RequestLogController(fast ? access : undefined),
   });
   app.get('/api/workspaces/:slug', async () => ({ ok: true }));
   await app.ready();
   await app.inject({ method: 'GET', url });
   await app.close();
+  access.flush();
   const line = lines.find((l) => l.includes('"request completed"'));
   if (line === undefined) throw new Error(`no request line among ${lines.join('\n')}`);
   // the two requests were served at different moments and took different times
@@ -44,5 +46,24 @@ describe('the access log of completed requests', () => {
       expect(parsed.res.statusCode).toBe(200);
       expect(parsed.req.url).not.toContain('svc_sk_');
     }
+  });
+
+  it('hands the lines of one event-loop turn to the stream at once, at its end or before any other line', async () => {
+    const writes: string[] = [];
+    const access = new AccessLog({ write: (text: string) => writes.push(text) });
+    const request = (id: string) => ({ id, method: 'GET', url: `/api/workspaces/${id}`, ip: '127.0.0.1' }) as unknown as FastifyRequest;
+    const reply = { statusCode: 200, elapsedTime: 1.5 } as unknown as FastifyReply;
+    access.write(request('a'), reply);
+    access.write(request('b'), reply);
+    expect(writes).toEqual([]);
+    access.ordered.write('{"msg":"after"}\n');
+    expect(writes).toHaveLength(2);
+    expect(writes[0]?.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { reqId: string }).reqId)).toEqual(['a', 'b']);
+    expect(writes[1]).toBe('{"msg":"after"}\n');
+
+    access.write(request('c'), reply);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toHaveLength(3);
+    expect(writes[2]).toContain('"reqId":"c"');
   });
 });

@@ -9,25 +9,59 @@ export const requestFields = (req: FastifyRequest): { method: string; url: strin
   remoteAddress: req.ip,
 });
 
+/** Where log lines go: pino's destination, or a test's stream. */
+export interface LogStream {
+  write(line: string): unknown;
+}
+
 /**
- * The line of a completed request, written straight to the log's stream: the same JSON as pino
+ * The lines of completed requests, written straight to the log's stream: the same JSON as pino
  * writes for `reply.log.info({ req, res, responseTime }, 'request completed')` (a test holds them
  * equal), without pino's generic walk over the object, which was a sixth of the API's time on its
- * hot path (docs/decisions.md#request-log).
+ * hot path (docs/decisions.md#request-log). The lines of one event-loop turn are handed to the
+ * stream together, at its end: pino's destination measures its whole pending buffer at every
+ * write, which cost 2.6 µs a line when each line came alone. Every other line goes through
+ * `ordered`, which hands over the waiting request lines first, so the log keeps its order.
  */
 export class AccessLog {
   private readonly prefix: string;
+  private pending: string[] = [];
+  private scheduled = false;
+  /** The stream to give pino. */
+  readonly ordered: LogStream;
 
-  constructor(private readonly stream: { write(line: string): unknown }) {
+  constructor(private readonly stream: LogStream) {
     this.prefix = `,"pid":${String(process.pid)},"hostname":${JSON.stringify(hostname())},"reqId":`;
+    this.ordered = {
+      write: (line: string) => {
+        this.flush();
+        return stream.write(line);
+      },
+    };
   }
 
   write(request: FastifyRequest, reply: FastifyReply): void {
-    this.stream.write(
+    this.pending.push(
       `{"level":30,"time":${String(Date.now())}${this.prefix}${JSON.stringify(request.id)},"req":${JSON.stringify(requestFields(request))},"res":{"statusCode":${String(reply.statusCode)}},"responseTime":${String(reply.elapsedTime)},"msg":"request completed"}\n`,
     );
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
   }
+
+  /** Hands the waiting lines to the stream. */
+  readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('');
+    this.pending = [];
+    this.stream.write(text);
+  };
 }
+
+/** The levels at which a logger writes info lines. */
+const WRITES_INFO = new Set(['trace', 'debug', 'info']);
 
 /**
  * One line per request, written when it completes, with the request, the status and the time
@@ -37,9 +71,6 @@ export class AccessLog {
  * the API would otherwise fill the disk (95,000 refusals grew a log to 57 MB); RefusalLog counts
  * them instead.
  */
-/** The levels at which a logger writes info lines. */
-const WRITES_INFO = new Set(['trace', 'debug', 'info']);
-
 export class RequestLogController extends LogController {
   /** `access`: completed requests' lines go there when the request's logger writes info */
   constructor(private readonly access?: AccessLog) {
