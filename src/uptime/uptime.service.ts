@@ -2,7 +2,7 @@ import { iso } from '../domain/clock.js';
 import { invalid } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import type { UptimeMonitorsTable, UptimeStatus } from '../store/schema.js';
+import type { UptimeMonitorsTable, UptimeNotificationsTable, UptimeStatus } from '../store/schema.js';
 import type { Rollup } from '../store/repositories/index.js';
 import type { DeliveryResult } from '../notify/channels.js';
 import { checkUrlShape, type TargetPolicy } from '../notify/ssrf.js';
@@ -63,17 +63,8 @@ export interface HistoryView {
   incidents: { id: string; started_at: string; ended_at: string | null; duration_sec: number; cause: string }[];
 }
 
-export interface NotificationView {
-  id: string;
-  event: string;
-  channel: string;
-  status: string;
-  attempts: number;
-  response_status: number | null;
-  error: string | null;
-  created_at: string;
-  sent_at: string | null;
-}
+/** A delivery as the log shows it: the row without its project, its dedupe key and its cause. */
+export type NotificationView = Pick<UptimeNotificationsTable, 'id' | 'event' | 'channel' | 'status' | 'attempts' | 'response_status' | 'error' | 'created_at' | 'sent_at'>;
 
 export interface TestView {
   webhook: Omit<DeliveryResult, 'channel'> | null;
