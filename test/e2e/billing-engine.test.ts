@@ -19,6 +19,7 @@ import { ensureBaseImage, ensureDatabaseImages } from '../factories/images.js';
 import { waitFor } from '../factories/process.js';
 
 const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
 
 describe('billing on the engine', () => {
   let fx: DeployFixture;
@@ -85,6 +86,10 @@ describe('billing on the engine', () => {
 
   it('meters a running project, credits top-ups once, suspends it after the grace period and resumes it after a top-up', async () => {
     const { s, w, engine } = fx;
+    // An hour's usage is posted to the balance when the hour ends. The balance asserted after the
+    // top-ups below is that of an hour still open, so the test starts early in an hour (before
+    // anything of it runs or is metered): a real hour ending mid-test made it 2499 once.
+    s.clock.advance(HOUR - (s.clock.now().getTime() % HOUR) + 2 * MINUTE);
     const { worker } = billingWorker(s);
     const made = await s.request<{ id: string }>('POST', `${api()}/projects`, { key: w.member.key, body: { name: 'billed', port: 8080, cpu: '0.25', ram: '0.125' } });
     const projectId = made.body.data?.id ?? '';
