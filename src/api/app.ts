@@ -12,7 +12,7 @@ import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
 import { PING_EVERY_MS } from './stream.js';
-import { AccessLog, RefusalLog, RequestLogController, requestFields, type LogStream } from './request-log.js';
+import { AccessLog, RefusalLog, RequestLogController, requestFields, requestLogger, type LogStream } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
 import { apiKeyRoutes } from './routes/api-keys/api-keys.routes.js';
 import { deployActionRoutes } from './routes/deployments/actions.routes.js';
@@ -101,6 +101,7 @@ export async function buildApp(deps: AppDeps) {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
     logController: new RequestLogController(access),
+    childLoggerFactory: requestLogger,
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 

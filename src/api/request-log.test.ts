@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { loggerOptions } from './app.js';
-import { AccessLog, RequestLogController } from './request-log.js';
+import { AccessLog, RequestLogController, requestLogger } from './request-log.js';
 
 /** The lines a logger wrote, as text. */
 function capture(): { stream: Writable; lines: string[] } {
@@ -65,5 +65,36 @@ describe('the access log of completed requests', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(writes).toHaveLength(3);
     expect(writes[2]).toContain('"reqId":"c"');
+  });
+
+  it("writes a route's own lines as pino's request child does, made only when a line is written", async () => {
+    const linesOf = async (lazy: boolean): Promise<string[]> => {
+      const { stream, lines } = capture();
+      const app = Fastify({
+        logger: loggerOptions({ level: 'info' }, stream),
+        genReqId: () => 'req-9',
+        logController: new RequestLogController(),
+        ...(lazy ? { childLoggerFactory: requestLogger } : {}),
+      });
+      app.get('/quiet', async (request) => ({ level: request.log.level }));
+      app.get('/talks', async (request) => {
+        request.log.info({ step: 1 }, 'an object and a message');
+        request.log.warn('a message with %s', 'an argument');
+        request.log.debug('below the level: not written');
+        request.log.error({ err: new Error('boom') }, 'an error');
+        request.log.child({ part: 'inner' }).info('from a child');
+        return { ok: true };
+      });
+      await app.ready();
+      expect((await app.inject({ method: 'GET', url: '/quiet' })).json()).toEqual({ level: 'info' });
+      await app.inject({ method: 'GET', url: '/talks' });
+      await app.close();
+      return lines.map((l) => l.replace(/"time":\d+/, '"time":0').replace(/"responseTime":[0-9.e-]+/, '"responseTime":0').replace(/"stack":"[^"]*"/, '"stack":""'));
+    };
+    const lazy = await linesOf(true);
+    expect(lazy).toEqual(await linesOf(false));
+    const own = lazy.map((l) => JSON.parse(l) as { reqId?: string; msg: string; part?: string }).filter((l) => l.reqId === 'req-9' && l.msg !== 'request completed');
+    expect(own.map((l) => l.msg)).toEqual(['an object and a message', 'a message with an argument', 'an error', 'from a child']);
+    expect(own[3]?.part).toBe('inner');
   });
 });

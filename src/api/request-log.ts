@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { redactUrl } from './redact.js';
 
 /** What a request line says of the request: never its headers, and its URL without secrets. */
@@ -59,6 +59,56 @@ export class AccessLog {
     this.stream.write(text);
   };
 }
+
+/**
+ * A request's logger, made when the request first logs a line of its own. Most requests write
+ * only their access line, which AccessLog builds without one, and pino's child (an object with
+ * its bindings serialized and every level method rebuilt) was 2 % of the API's time on its hot
+ * path (docs/decisions.md#hot-path). Its lines are the child's, bindings and all.
+ */
+export class RequestLogger implements FastifyBaseLogger {
+  private made: FastifyBaseLogger | undefined;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Record<string, unknown>,
+  ) {}
+
+  private get real(): FastifyBaseLogger {
+    this.made ??= this.parent.child(this.bindings);
+    return this.made;
+  }
+
+  /** the parent's level until the child exists: a child starts at its parent's */
+  get level(): string {
+    return this.made === undefined ? this.parent.level : this.made.level;
+  }
+
+  set level(level: string) {
+    this.real.level = level;
+  }
+
+  fatal(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.fatal(obj, ...rest); }
+  error(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.error(obj, ...rest); }
+  warn(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.warn(obj, ...rest); }
+  info(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.info(obj, ...rest); }
+  debug(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.debug(obj, ...rest); }
+  trace(obj: unknown, ...rest: [msg?: string, ...args: unknown[]]): void { this.real.trace(obj, ...rest); }
+  silent(): void {
+    // a level that writes nothing
+  }
+
+  child(bindings: Record<string, unknown>, options?: Parameters<FastifyBaseLogger['child']>[1]): FastifyBaseLogger {
+    return this.real.child(bindings, options);
+  }
+}
+
+/**
+ * Fastify's per-request logger: lazy, unless the route sets its own level or serializers (none
+ * does today), when pino's child is made as Fastify would.
+ */
+export const requestLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (logger, bindings, options) =>
+  options.level === undefined && options.serializers === undefined ? new RequestLogger(logger, bindings) : logger.child(bindings, options);
 
 /** The levels at which a logger writes info lines. */
 const WRITES_INFO = new Set(['trace', 'debug', 'info']);
