@@ -18,7 +18,7 @@ type Labels = Record<(typeof labelNames)[number], string>;
 export function registerProjectGauges(metrics: Registry, deps: Pick<Deps, 'store' | 'clock'>): void {
   /** every project's newest minute, by its labels */
   const read = async (): Promise<[Labels, MetricsMinute][]> => {
-    const projects = await deps.store.db.selectFrom('projects').innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id').select(['projects.id', 'projects.slug as project', 'workspaces.slug as workspace']).execute();
+    const projects = await deps.store.repos.projects.labels();
     const minutes = await deps.store.repos.metrics.latest(iso(new Date(deps.clock.now().getTime() - 3 * 60_000)));
     return projects.flatMap((p) => {
       const m = minutes.get(p.id);

@@ -77,6 +77,19 @@ describe('architecture of src/', () => {
     expect(outside).toEqual([]);
   });
 
+  it('only the repositories query the store: no query is built outside src/store/', () => {
+    // the log stores keep their own database (logs.db, or their tables on PostgreSQL)
+    const ownStores = new Set(['logs/sqlite.log-store.ts', 'logs/postgres.log-store.ts']);
+    const queries = sources(SRC)
+      .filter((f) => !f.endsWith('.test.ts') && area(f) !== 'store' && !ownStores.has(rel(f)))
+      .flatMap((f) =>
+        readFileSync(f, 'utf8')
+          .split('\n')
+          .flatMap((line, i) => (/\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto)\(|\bsql`|from 'kysely'/.test(line) ? [`${rel(f)}:${String(i + 1)}`] : [])),
+      );
+    expect(queries).toEqual([]);
+  });
+
   it('no import path leads from projects/ to deploy/ and back', () => {
     const g = graph();
     expect(cyclesBetween(g, 'projects', 'deploy')).toEqual([]);

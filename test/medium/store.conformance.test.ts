@@ -226,6 +226,9 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     expect(await store.repos.projects.inWorkspaceWithGit(wid, 'bare')).toEqual({ project: await store.repos.projects.inWorkspace(wid, 'bare'), git: undefined });
     expect(await store.repos.projects.inWorkspaceWithGit(wid, 'missing')).toBeUndefined();
     expect(await store.repos.projects.inWorkspaceWithGit(await workspace(), 'linked')).toBeUndefined();
+    const slug = (await store.repos.workspaces.byId(wid))?.slug;
+    const labels = (await store.repos.projects.labels()).filter((l) => l.workspace === slug);
+    expect(labels.sort((x, y) => x.project.localeCompare(y.project))).toEqual([{ id: bare.id, project: 'bare', workspace: slug }, { id: linked.id, project: 'linked', workspace: slug }]);
   });
 
   it('finds a key by its digest with its user, and revokes a member\'s keys in one workspace only', async () => {

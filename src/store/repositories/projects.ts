@@ -81,6 +81,15 @@ export class ProjectRepository extends Repository {
     return this.db.selectFrom('projects').selectAll().where('workspace_id', '=', workspaceId).where('kind', '=', kind).orderBy('created_at').orderBy('id').execute();
   }
 
+  /** Every project and template instance by its id, with its slug and its workspace's: the labels of `/metrics`. */
+  labels(): Promise<{ id: string; project: string; workspace: string }[]> {
+    return this.db
+      .selectFrom('projects')
+      .innerJoin('workspaces', 'workspaces.id', 'projects.workspace_id')
+      .select(['projects.id', 'projects.slug as project', 'workspaces.slug as workspace'])
+      .execute();
+  }
+
   /** Fails with the store's unique violation for a slug taken in the workspace or a host label taken anywhere. */
   async insert(row: Insertable<ProjectsTable>): Promise<void> {
     await this.db.insertInto('projects').values(row).execute();
