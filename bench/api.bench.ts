@@ -8,7 +8,9 @@
 //
 // Slipway runs as installed, with its defaults (request log at info, to a file here), except for
 // the per-key rate limit, raised so that wrk measures the path and not the 429. Writes
-// bench/results/api-<date>.json and prints a table. Not part of the test suite.
+// bench/results/api-<date>.json and prints a table, with each server's CPU time per request in the
+// measured run (user and system, from /proc): the p99 at 64 connections follows it
+// (docs/decisions.md#hot-path). Not part of the test suite.
 import { createHash } from 'node:crypto';
 import { fork, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -95,9 +97,9 @@ async function benchStore(store: StoreKind, o: { duration: number; connections: 
     const w = { duration: o.duration, connections: o.connections, threads: o.threads, headers: { 'X-API-Key': serve.key } };
     const rounds: StoreResult['rounds'] = [];
     for (let i = 0; i < o.rounds; i++) {
-      const r = await wrk(`reference (${store})`, `http://127.0.0.1:${String(ref.port)}${path}`, w);
+      const r = await wrk(`reference (${store})`, `http://127.0.0.1:${String(ref.port)}${path}`, { ...w, ...(ref.child.pid === undefined ? {} : { pid: ref.child.pid }) });
       print(r);
-      const s = await wrk(`slipway (${store})`, `${serve.api}${path}`, w);
+      const s = await wrk(`slipway (${store})`, `${serve.api}${path}`, { ...w, pid: serve.pid });
       print(s);
       rounds.push({ reference: r, slipway: s });
     }
@@ -114,7 +116,8 @@ async function benchStore(store: StoreKind, o: { duration: number; connections: 
 
 function print(m: Measure): void {
   const errors = m.non2xx + m.socketErrors > 0 ? `  (non-2xx ${String(m.non2xx)}, socket errors ${String(m.socketErrors)})` : '';
-  console.log(`${m.target.padEnd(22)} ${String(m.requestsPerSec).padStart(8)} req/s  p50 ${m.latencyP50Ms.toFixed(2)} ms  p99 ${m.latencyP99Ms.toFixed(2)} ms${errors}`);
+  const cpu = m.cpuUsPerRequest === undefined ? '' : `  CPU/request ${m.cpuUsPerRequest.user.toFixed(1)} µs user + ${m.cpuUsPerRequest.system.toFixed(1)} µs system`;
+  console.log(`${m.target.padEnd(22)} ${String(m.requestsPerSec).padStart(8)} req/s  p50 ${m.latencyP50Ms.toFixed(2)} ms  p99 ${m.latencyP99Ms.toFixed(2)} ms${cpu}${errors}`);
 }
 
 const GOALS = { sqlite: { ratio: 0.5, p99Ms: 10 }, postgres: { ratio: 0.25, p99Ms: Number.POSITIVE_INFINITY } } as const;

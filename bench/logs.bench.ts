@@ -17,7 +17,6 @@
 // Writes bench/results/logs-<part>-<date>.json. Not part of the test suite.
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
@@ -28,7 +27,7 @@ import { SqliteLogStore } from '../src/logs/sqlite.log-store.js';
 import { DockerRuntime } from '../src/runtime/docker/docker.runtime.js';
 import { createStore, instanceId } from '../src/store/db.js';
 import { ensureBaseImage } from '../test/factories/images.js';
-import { arg, assertWrk, freshPostgres, machine, num, procStatusKiB, quantile, round, sleep, startServe, wrk, writeResult, type Serve } from './support.js';
+import { arg, assertWrk, cpuTimes, freshPostgres, machine, num, procStatusKiB, quantile, round, sleep, startServe, wrk, writeResult, type Serve } from './support.js';
 
 const execFileP = promisify(execFile);
 type StoreKind = 'sqlite' | 'postgres';
@@ -130,9 +129,8 @@ async function containers(i: Installation, p: { id: string }, count: number, scr
 
 /** utime + stime of a process, in seconds. */
 function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid.toString()}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const t = cpuTimes(pid);
+  return t.user + t.system;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -83,6 +83,8 @@ export interface Measure {
   latencyP99Ms: number;
   non2xx: number;
   socketErrors: number;
+  /** CPU time the server process (`WrkOptions.pid`) spent per request in the measured run, µs */
+  cpuUsPerRequest?: { user: number; system: number };
 }
 
 const toMs = (v: string): number => {
@@ -100,20 +102,27 @@ export interface WrkOptions {
   headers?: Record<string, string>;
   /** seconds of load before the measured run: keep-alive pools, JIT, caches */
   warmup?: number;
+  /** the server's process: its CPU time per request is reported (Measure.cpuUsPerRequest) */
+  pid?: number;
 }
 
 /** One wrk run against `url` after a warm-up, read from wrk's own report (`--latency`). */
 export async function wrk(target: string, url: string, o: WrkOptions): Promise<Measure> {
   const common = ['-t', String(o.threads), '-c', String(o.connections), ...Object.entries(o.headers ?? {}).flatMap(([k, v]) => ['-H', `${k}: ${v}`])];
   await execFileP('wrk', [...common, '-d', `${String(o.warmup ?? 2)}s`, url]);
+  const before = o.pid === undefined ? undefined : cpuTimes(o.pid);
   const { stdout } = await execFileP('wrk', [...common, '-d', `${String(o.duration)}s`, '--latency', url], { maxBuffer: 1 << 20 });
+  const after = o.pid === undefined ? undefined : cpuTimes(o.pid);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
   const p50 = toMs(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? '');
   const p99 = toMs(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? '');
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
   const se = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
   const socketErrors = se === null ? 0 : [se[1], se[2], se[3], se[4]].reduce((a, b) => a + Number(b), 0);
-  return { target, requestsPerSec: Math.round(rps), latencyP50Ms: p50, latencyP99Ms: p99, non2xx, socketErrors };
+  const requests = Number(/(\d+) requests in/.exec(stdout)?.[1]);
+  const perRequest = (seconds: number) => round((seconds * 1e6) / requests, 1);
+  const cpu = before === undefined || after === undefined ? {} : { cpuUsPerRequest: { user: perRequest(after.user - before.user), system: perRequest(after.system - before.system) } };
+  return { target, requestsPerSec: Math.round(rps), latencyP50Ms: p50, latencyP99Ms: p99, non2xx, socketErrors, ...cpu };
 }
 
 /** Fails early with the package to install when wrk is missing. */
@@ -152,6 +161,13 @@ export function pssKiB(pid: number): number {
 }
 
 export const mib = (kib: number): number => round(kib / 1024, 1);
+
+/** The user and system CPU time a process has spent, in seconds (/proc/<pid>/stat, 100 ticks a second). */
+export function cpuTimes(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
+}
 
 function isAlive(pid: number): boolean {
   try {
