@@ -5,7 +5,7 @@ import { PaystackGateway } from './billing/gateways/paystack.js';
 import { StripeGateway } from './billing/gateways/stripe.js';
 import type { Config } from './config.js';
 import type { Deps } from './deps.js';
-import { idSource, systemClock, systemRandom } from './domain/clock.js';
+import { systemRandom, systemSources } from './domain/clock.js';
 import type { GitHubIntegration } from './github/installations.js';
 import { GitHubOAuth } from './github/oauth.js';
 import { openLogStore, sqliteLogFile } from './logs/open.js';
@@ -40,9 +40,7 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
   return {
     store,
-    clock: systemClock,
-    random: systemRandom,
-    ids: idSource(systemClock, systemRandom),
+    ...systemSources(),
     secrets,
     platform: {
       appsDomain: config.appsDomain,

@@ -1,4 +1,4 @@
-import { idSource, systemClock, systemRandom } from '../domain/clock.js';
+import { iso, systemSources } from '../domain/clock.js';
 import { isRole, type Role } from '../domain/roles.js';
 import { isEmailAddress } from '../domain/email.js';
 import type { Config } from '../config.js';
@@ -6,7 +6,6 @@ import { createStore } from '../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
 import { createNewUser, normalizeEmail } from '../tenancy/users.js';
 import { isUniqueViolation } from '../store/dialects.js';
-import { iso } from '../domain/clock.js';
 
 export class CliError extends Error {}
 
@@ -21,7 +20,7 @@ export async function createUser(config: Config, input: { email: string; workspa
   // Only the store: no read connection, no log store, no secret key (nothing is sealed here).
   const store = await createStore(config.databaseUrl, { readConnection: false });
   try {
-    const deps = { store, clock: systemClock, random: systemRandom, ids: idSource(systemClock, systemRandom) };
+    const deps = { store, ...systemSources() };
     const keys = new ApiKeyService(deps);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
@@ -31,7 +30,7 @@ export async function createUser(config: Config, input: { email: string; workspa
       if ((await tx.users.byEmail(email)) !== undefined) throw taken();
       // Strictly new: a user created meanwhile by another process is never handed this key.
       const user = await createNewUser(deps, tx, email, input.name);
-      await tx.members.add({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(systemClock.now()) });
+      await tx.members.add({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(deps.clock.now()) });
       const key = await keys.issue(tx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
       return { userId: user.id, key: key.key, expiresAt: key.expires_at };
     }).catch((err: unknown) => {

@@ -68,3 +68,10 @@ function format(ms: bigint, tail: bigint): string {
   const hex = (ms & 0xffff_ffff_ffffn).toString(16).padStart(12, '0') + (0x7000n | randA).toString(16).padStart(4, '0') + ((0b10n << 62n) | randB).toString(16).padStart(16, '0');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The system's clock, randomness and ids, which every process outside the tests runs on. */
+export const systemSources = (): { clock: Clock; random: Random; ids: IdSource } => ({
+  clock: systemClock,
+  random: systemRandom,
+  ids: idSource(systemClock, systemRandom),
+});
