@@ -17,6 +17,7 @@ import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack
 import { startFakeStripe, type FakeStripe, type WebhookDelivery } from '../factories/fake-stripe.js';
 import { ensureBaseImage, ensureDatabaseImages } from '../factories/images.js';
 import { waitFor } from '../factories/process.js';
+import { settledDeployment } from '../factories/deployments.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -55,15 +56,7 @@ describe('billing on the engine', () => {
     await paystack.close();
   }, 120_000);
 
-  async function settled(id: string): Promise<DeploymentView> {
-    const end = Date.now() + 180_000;
-    for (;;) {
-      const d = (await fx.s.request<DeploymentView>('GET', `${api()}/projects/billed/deployments/${id}`, { key: fx.w.member.key })).body.data;
-      if (d !== undefined && !['queued', 'building', 'deploying'].includes(d.status)) return d;
-      if (Date.now() > end) throw new Error(`deployment ${id} did not settle`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }
+  const settled = (id: string) => settledDeployment<DeploymentView>(fx.s, fx.w.member.key, `${api()}/projects/billed`, id);
 
   const deliver = (gateway: string, d: WebhookDelivery) => fx.s.request<{ outcome: string }>('POST', `/api/webhooks/payments/${gateway}`, { raw: d.body, headers: d.headers });
   const wallet = async () => (await fx.s.request<{ balance: number; available: number; state: string }>('GET', `${api()}/wallet`, { key: fx.w.member.key })).body.data;

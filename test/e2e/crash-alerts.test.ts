@@ -14,6 +14,7 @@ import { makeWorkspace, quietLog, startTestServer, type TestServer, type TestWor
 import { ensureBaseImage } from '../factories/images.js';
 import { waitFor } from '../factories/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../factories/webhook-receiver.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 interface CrashBody {
   event: string;
@@ -62,12 +63,7 @@ describe('crash alerts on the engine', () => {
     await s.request('POST', `${api}/${name}/git`, { key: w.member.key, body: { repo_full_name: `acme/${name}` } });
     const put = await s.request('PUT', `${api}/${name}/uptime`, { key: w.member.key, body: { chat_webhook_url: `${receiver.url}/${name}` } });
     expect(put.status, put.text).toBe(200);
-    const r = await s.request<DeploymentView>('POST', `${api}/${name}/deploy`, { key: w.member.key });
-    expect(r.status, r.text).toBe(202);
-    return waitFor(`the deployment of ${name}`, async () => {
-      const d = (await s.request<DeploymentView>('GET', `${api}/${name}/deployments/${r.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
-      return d !== undefined && !['queued', 'building', 'deploying'].includes(d.status) ? d : undefined;
-    }, undefined, 180_000);
+    return deployAndSettle<DeploymentView>(s, w.member.key, `${api}/${name}`);
   }
 
   const crashesOf = (name: string) => receiver.delivered().filter((d) => d.path === `/${name}`).map((d) => d.body as CrashBody);

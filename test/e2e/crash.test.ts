@@ -17,12 +17,12 @@ import { RepoRoot, type TestRepo } from '../factories/git-server.js';
 import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage, ensureDatabaseImages, releaseTestRun } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { inProgress } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 import type { DatabaseDetailView, DatabaseView } from '../../src/databases/databases.service.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
-const IN_PROGRESS = ['queued', 'building', 'deploying'];
 /** the slow build step, recognisable in the build log and in the engine's container list */
 // (not ending with the sleep: a shell may exec its last command, and the step's process would
 // lose the text the test looks for)
@@ -208,7 +208,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     const firstId = first.body.data?.id ?? '';
     const live = await waitFor('the first deployment to settle', async () => {
       const d = await deployment(firstId);
-      return IN_PROGRESS.includes(d.status) ? undefined : d;
+      return inProgress(d.status) ? undefined : d;
     }, proc, 120_000);
     expect(live, live.error ?? '').toMatchObject({ status: 'running', error: null });
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
@@ -253,7 +253,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     await waitFor('the engine to drop the killed build', () => (processesRunning('slipway-crash-test') === 0 ? true : undefined), proc);
     // and it stays so: nothing is picked up again or left in progress
     await sleep(1_500);
-    expect((await deploymentStatuses()).filter((s) => IN_PROGRESS.includes(s))).toEqual([]);
+    expect((await deploymentStatuses()).filter((s) => inProgress(s))).toEqual([]);
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
     const project = await call<{ status: string }>('GET', PROJECT);
     expect(project.body.data?.status).toBe('running');
@@ -282,7 +282,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     expect(d).toMatchObject({ status: 'failed', error: 'Interrupted: Slipway stopped while this deployment was in progress.' });
     const log = await buildLog(thirdId);
     expect(log.slice(-2)).toEqual(['[failed] Interrupted: Slipway stopped while this deployment was in progress.', '[END]']);
-    expect((await deploymentStatuses()).filter((st) => IN_PROGRESS.includes(st))).toEqual([]);
+    expect((await deploymentStatuses()).filter((st) => inProgress(st))).toEqual([]);
     expect(await viaRouter(routerPort)).toEqual({ status: 200, body: 'hello v1\n' });
 
     // --router-on-exit stop: nginx goes with Slipway, and the router port stops answering.

@@ -11,6 +11,7 @@ import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 const app = (base: string) => ({
   Dockerfile: `FROM ${base}\nCMD ["sh", "-c", "mkdir -p /www && printf '%s' \\"$SECRET_TOKEN\\" > /www/index.html && exec httpd -f -p $PORT -h /www"]\n`,
@@ -41,16 +42,7 @@ describe.each(STORE_KINDS)('a deploy with an env value the engine refuses, store
   const poisoned = `${secret}\0${tail}`;
   const projectPath = () => `/api/workspaces/${fx.w.slug}/projects/hello`;
 
-  async function deploy(): Promise<Deployment> {
-    const r = await fx.s.request<Deployment>('POST', `${projectPath()}/deploy`, { key: fx.w.member.key });
-    expect(r.status, r.text).toBe(202);
-    for (let i = 0; i < 600; i++) {
-      const d = await fx.s.request<Deployment>('GET', `${projectPath()}/deployments/${r.body.data?.id ?? ''}`, { key: fx.w.member.key });
-      if (d.body.data !== undefined && !['queued', 'building', 'deploying'].includes(d.body.data.status)) return d.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error('the deployment did not settle');
-  }
+  const deploy = () => deployAndSettle<Deployment>(fx.s, fx.w.member.key, projectPath(), 120_000);
 
   beforeAll(async () => {
     base = await ensureBaseImage();

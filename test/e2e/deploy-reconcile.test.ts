@@ -10,6 +10,7 @@ import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 /** The real Docker runtime, except that the engine refuses to stop or remove the containers in `stuck`. */
 class StuckRuntime extends DockerRuntime {
@@ -86,13 +87,8 @@ describe.each(STORE_KINDS)('a reconcile pass with an orphan the engine cannot re
     const key = fx.w.member.key;
     await fx.s.request('POST', `/api/workspaces/${fx.w.slug}/projects`, { key, body: { name: 'steady', port: 8080, cpu: '0.25', ram: '0.125' } });
     await fx.s.request('POST', path('/git'), { key, body: { repo_full_name: 'acme/steady' } });
-    const queued = await fx.s.request<Deployment>('POST', path('/deploy'), { key });
-    let d = queued.body.data;
-    for (let i = 0; i < 600 && d !== undefined && ['queued', 'building', 'deploying'].includes(d.status); i++) {
-      await new Promise((res) => setTimeout(res, 200));
-      d = (await fx.s.request<Deployment>('GET', path(`/deployments/${d.id}`), { key })).body.data;
-    }
-    expect(d?.status, d?.error ?? '').toBe('running');
+    const d = await deployAndSettle<Deployment>(fx.s, key, path(''), 120_000);
+    expect(d.status, d.error ?? '').toBe('running');
   }, 180_000);
 
   afterAll(async () => {

@@ -10,6 +10,7 @@ import { sign } from '../../src/webhooks/github.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { settledDeployment } from '../factories/deployments.js';
 
 const site = (base: string, text: string) => ({
   Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`,
@@ -25,14 +26,7 @@ describe.each(STORE_KINDS)('push webhooks deploy only the head of the branch, st
   const projectPath = () => `/api/workspaces/${fx.w.slug}/projects/site`;
   const host = () => `site-${fx.w.slug}.apps.test`;
 
-  async function settled(id: string): Promise<Deployment> {
-    for (let i = 0; i < 600; i++) {
-      const d = await fx.s.request<Deployment>('GET', `${projectPath()}/deployments/${id}`, { key: fx.w.member.key });
-      if (d.body.data !== undefined && !['queued', 'building', 'deploying'].includes(d.body.data.status)) return d.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`deployment ${id} did not settle`);
-  }
+  const settled = (id: string) => settledDeployment<Deployment>(fx.s, fx.w.member.key, projectPath(), id, 120_000);
 
   /** A push delivery for `after`, as GitHub signs it with the connection's secret. */
   async function push(after: string): Promise<string> {

@@ -7,6 +7,7 @@ import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import type { StoreKind } from '../factories/stores.js';
+import { inProgress } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const app = (base: string, text: string) => ({
@@ -36,7 +37,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
     }
     throw new Error(`deployment ${id} did not settle`);
   }
-  const settled = (d: Deployment) => !['queued', 'building', 'deploying'].includes(d.status);
+  const settled = (d: Deployment) => !inProgress(d.status);
 
   async function deploy(): Promise<Deployment> {
     const r = await s.request<Deployment>('POST', path(`${project}/deploy`), { key: w.member.key });

@@ -17,6 +17,7 @@ import type { GitServer, TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
+import { settledDeployment } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 interface GitView {
@@ -68,14 +69,7 @@ describe.each(STORE_KINDS)('deploying a private repository through a GitHub App 
   /** the token the first deployment cloned with, found by the first case */
   let issuedToken = '';
 
-  async function waitFor(project: string, id: string): Promise<Deployment> {
-    for (let i = 0; i < 600; i++) {
-      const r = await s.request<Deployment>('GET', path(`${projects}/${project}/deployments/${id}`), { key: w.member.key });
-      if (r.body.data !== undefined && !['queued', 'building', 'deploying'].includes(r.body.data.status)) return r.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`deployment ${id} did not settle`);
-  }
+  const waitFor = (project: string, id: string) => settledDeployment<Deployment>(s, w.member.key, path(`${projects}/${project}`), id, 120_000);
 
   async function deploy(project: string): Promise<Deployment> {
     const r = await s.request<Deployment>('POST', path(`${projects}/${project}/deploy`), { key: w.member.key });

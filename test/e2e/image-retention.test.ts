@@ -7,6 +7,7 @@ import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } fr
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { waitFor } from '../factories/process.js';
+import { settledDeployment } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 describe('keeping the images of the newest deployments only', () => {
@@ -20,12 +21,7 @@ describe('keeping the images of the newest deployments only', () => {
   const host = () => `kept-${w.slug}.apps.test`;
   const page = (text: string) => ({ 'index.html': `${text}\n` });
 
-  async function settle(id: string): Promise<Deployment> {
-    return waitFor('the deployment to settle', async () => {
-      const d = (await s.request<Deployment>('GET', `${project()}/deployments/${id}`, { key: w.member.key })).body.data;
-      return d === undefined || ['queued', 'building', 'deploying'].includes(d.status) ? undefined : d;
-    }, undefined, 120_000);
-  }
+  const settle = (id: string) => settledDeployment<Deployment>(s, w.member.key, project(), id, 120_000);
 
   async function deploy(): Promise<Deployment> {
     const r = await s.request<Deployment>('POST', `${project()}/deploy`, { key: w.member.key });

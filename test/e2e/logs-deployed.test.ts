@@ -6,6 +6,7 @@ import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { openStream, type StreamSession } from '../factories/stream-client.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 interface Entry { id: number; deployment_id: string; pod: string; stream: string; message: string }
 
@@ -22,16 +23,7 @@ describe('logs of an app deployed through the API (sqlite)', () => {
   let live: StreamSession;
   const project = () => `/api/workspaces/${fx.w.slug}/projects/ticker`;
 
-  async function deploy(): Promise<Deployment> {
-    const r = await fx.s.request<Deployment>('POST', `${project()}/deploy`, { key: fx.w.member.key });
-    expect(r.status, r.text).toBe(202);
-    for (let i = 0; i < 600; i++) {
-      const d = await fx.s.request<Deployment>('GET', `${project()}/deployments/${r.body.data?.id ?? ''}`, { key: fx.w.member.key });
-      if (d.body.data !== undefined && !['queued', 'building', 'deploying'].includes(d.body.data.status)) return d.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error('the deployment did not settle');
-  }
+  const deploy = () => deployAndSettle<Deployment>(fx.s, fx.w.member.key, project(), 120_000);
 
   async function entries(query: string): Promise<Entry[]> {
     const out: Entry[] = [];

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentView as Deployment, ProjectView } from '../../src/projects/views.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
+import { inProgress } from '../factories/deployments.js';
 
 const WORKSPACES = 100;
 /** API calls in flight at once while setting up (the engine's own concurrency is below) */
@@ -83,7 +84,7 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
         const x = started.find((y) => y.slug === slug);
         const d = await call<Deployment>('GET', `/api/workspaces/${slug}/projects/app/deployments/${x?.deployment ?? ''}`);
         if (d.status === 'running') pending.delete(slug);
-        else if (!['queued', 'building', 'deploying'].includes(d.status)) {
+        else if (!inProgress(d.status)) {
           pending.delete(slug);
           failures.push(`${slug}: ${d.status} ${d.error ?? ''}`);
         }

@@ -15,7 +15,7 @@ import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine
 import { RepoRoot, startGitServer, type GitServer } from '../factories/git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
-import { waitFor } from '../factories/process.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 const quiet = { info: () => undefined, warn: (obj: object, msg: string) => { console.error(msg, obj); } };
 
@@ -55,11 +55,7 @@ describe('resource metrics on the engine', () => {
     const project = made.body.data;
     if (project === undefined) throw new Error(made.text);
     await s.request('POST', `${api()}/git`, { key: w.member.key, body: { repo_full_name: 'acme/gauged' } });
-    const queued = await s.request<DeploymentView>('POST', `${api()}/deploy`, { key: w.member.key });
-    const d = await waitFor('the deployment', async () => {
-      const x = (await s.request<DeploymentView>('GET', `${api()}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
-      return x !== undefined && !['queued', 'building', 'deploying'].includes(x.status) ? x : undefined;
-    }, undefined, 180_000);
+    const d = await deployAndSettle<DeploymentView>(s, w.member.key, api());
     expect(d.status, d.error ?? '').toBe('running');
 
     // this machine shares the host with the engine: the kernel's counters are readable

@@ -13,6 +13,7 @@ import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stor
 import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { settled } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const HOST = 'hello-default.localhost';
@@ -61,10 +62,7 @@ describe.each(STORE_KINDS)('two Slipway processes on one store (%s): one engine,
   async function deployVia(api: string, proc: SlipwayProcess): Promise<Deployment> {
     const queued = await call<Deployment>(api, 'POST', `${PROJECT}/deploy`);
     expect(queued.status).toBe(202);
-    return waitFor('the deployment to settle', async () => {
-      const d = (await call<Deployment>(api, 'GET', `${PROJECT}/deployments/${queued.body.data?.id ?? ''}`)).body.data;
-      return d === undefined || ['queued', 'building', 'deploying'].includes(d.status) ? undefined : d;
-    }, proc, 120_000);
+    return settled(async () => (await call<Deployment>(api, 'GET', `${PROJECT}/deployments/${queued.body.data?.id ?? ''}`)).body.data, 'the deployment to settle', 120_000, proc);
   }
 
   beforeAll(async () => {

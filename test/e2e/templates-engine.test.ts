@@ -17,6 +17,7 @@ import type { TemplateInstanceView } from '../../src/templates/templates.service
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage, ensureDatabaseImages, RUN_LABEL, testRunId } from '../factories/images.js';
 import { openStream } from '../factories/stream-client.js';
+import { settledDeployment } from '../factories/deployments.js';
 
 /** The page: what it was given, and how many times it started on its data volume; ready (its health path) a second after it listens. */
 const HELLO_CMD = (flavour: string) =>
@@ -38,15 +39,7 @@ describe('template instances on the engine', () => {
     }
   }
 
-  async function settled(slug: string, id: string): Promise<DeploymentView> {
-    const end = Date.now() + 180_000;
-    for (;;) {
-      const d = (await fx.s.request<DeploymentView>('GET', `${api()}/${slug}/deployments/${id}`, { key: fx.w.member.key })).body.data;
-      if (d !== undefined && !['queued', 'building', 'deploying'].includes(d.status)) return d;
-      if (Date.now() > end) throw new Error(`deployment ${id} did not settle`);
-      await new Promise((res) => setTimeout(res, 250));
-    }
-  }
+  const settled = (slug: string, id: string) => settledDeployment<DeploymentView>(fx.s, fx.w.member.key, `${api()}/${slug}`, id);
 
   async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
     const end = Date.now() + ms;

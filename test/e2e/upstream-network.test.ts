@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
+import { deployAndSettle } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 describe('routing to containers on their workspace-network address (--upstream-mode network)', () => {
@@ -19,16 +20,7 @@ describe('routing to containers on their workspace-network address (--upstream-m
   const project = () => `/api/workspaces/${w.slug}/projects/net`;
   const host = () => `net-${w.slug}.apps.test`;
 
-  async function deploy(): Promise<Deployment> {
-    const r = await s.request<Deployment>('POST', `${project()}/deploy`, { key: w.member.key });
-    expect(r.status, r.text).toBe(202);
-    for (let i = 0; i < 600; i++) {
-      const d = await s.request<Deployment>('GET', `${project()}/deployments/${r.body.data?.id ?? ''}`, { key: w.member.key });
-      if (d.body.data !== undefined && !['queued', 'building', 'deploying'].includes(d.body.data.status)) return d.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error('the deployment did not settle');
-  }
+  const deploy = () => deployAndSettle<Deployment>(s, w.member.key, project(), 120_000);
 
   beforeAll(async () => {
     fx = await startDeployFixture('sqlite', 'acme/net', { engine: { tune: { upstreamMode: 'network' } } });

@@ -11,8 +11,8 @@ import { UptimeNotifier } from '../../src/uptime/notifier.js';
 import { quietLog } from '../factories/harness.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
-import { waitFor } from '../factories/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../factories/webhook-receiver.js';
+import { deployAndSettle } from '../factories/deployments.js';
 
 describe('uptime checks on the engine', () => {
   let fx: DeployFixture;
@@ -35,14 +35,7 @@ describe('uptime checks on the engine', () => {
     await receiver.close();
   }, 120_000);
 
-  async function deployed(): Promise<DeploymentView> {
-    const r = await fx.s.request<DeploymentView>('POST', `${api()}/deploy`, { key: fx.w.member.key });
-    expect(r.status, r.text).toBe(202);
-    return waitFor('the deployment', async () => {
-      const d = (await fx.s.request<DeploymentView>('GET', `${api()}/deployments/${r.body.data?.id ?? ''}`, { key: fx.w.member.key })).body.data;
-      return d !== undefined && !['queued', 'building', 'deploying'].includes(d.status) ? d : undefined;
-    }, undefined, 180_000);
-  }
+  const deployed = () => deployAndSettle<DeploymentView>(fx.s, fx.w.member.key, api());
 
   it('goes down when the app stops answering its health path, notifies once, comes back, and raises no alarm during a redeploy', async () => {
     const { s, w, engine } = fx;
