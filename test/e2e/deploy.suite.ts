@@ -7,7 +7,7 @@ import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import type { StoreKind } from '../factories/stores.js';
-import { inProgress } from '../factories/deployments.js';
+import { settledDeployment } from '../factories/deployments.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 
 const app = (base: string, text: string) => ({
@@ -29,21 +29,13 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
   const path = (p: string) => p.replace('WS', w.slug);
   const host = () => `hello-${w.slug}.apps.test`;
 
-  async function waitFor(id: string, until: (d: Deployment) => boolean): Promise<Deployment> {
-    for (let i = 0; i < 600; i++) {
-      const r = await s.request<Deployment>('GET', path(`${project}/deployments/${id}`), { key: w.member.key });
-      if (r.body.data !== undefined && until(r.body.data)) return r.body.data;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error(`deployment ${id} did not settle`);
-  }
-  const settled = (d: Deployment) => !inProgress(d.status);
+  const settled = (id: string) => settledDeployment<Deployment>(s, w.member.key, path(project), id, 120_000);
 
   async function deploy(): Promise<Deployment> {
     const r = await s.request<Deployment>('POST', path(`${project}/deploy`), { key: w.member.key });
     expect(r.status, r.text).toBe(202);
     expect(r.body.data?.status).toBe('queued');
-    return waitFor(r.body.data?.id ?? '', settled);
+    return settled(r.body.data?.id ?? '');
   }
 
   beforeAll(async () => {
@@ -107,7 +99,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
     const statuses: number[] = [];
     const bodies = new Set<string>();
     const state = { done: false };
-    const waiting = waitFor(r.body.data?.id ?? '', settled).then((d) => {
+    const waiting = settled(r.body.data?.id ?? '').then((d) => {
       state.done = true;
       return d;
     });
@@ -136,7 +128,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
     const first = list.body.data?.deployments.at(-1);
     const r = await s.request<Deployment>('POST', path(`${project}/deployments/${first?.id ?? ''}/rollback`), { key: w.member.key });
     expect(r.status).toBe(202);
-    const d = await waitFor(r.body.data?.id ?? '', settled);
+    const d = await settled(r.body.data?.id ?? '');
     expect(d).toMatchObject({ status: 'running', source: 'rollback', image: first?.image });
     expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
   });
@@ -158,7 +150,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
     const list = await s.request<{ deployments: Deployment[] }>('GET', path(`${project}/deployments`), { key: w.member.key });
     const redeploy = list.body.data?.deployments[0];
     expect(redeploy?.source).toBe('redeploy');
-    expect((await waitFor(redeploy?.id ?? '', settled)).status).toBe('running');
+    expect((await settled(redeploy?.id ?? '')).status).toBe('running');
     const status = await s.request<{ pods: { ready: number; total: number } }>('GET', path(`${project}/status`), { key: w.member.key });
     expect(status.body.data?.pods).toMatchObject({ ready: 2, total: 2 });
     expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
@@ -188,7 +180,7 @@ describe(`deploying from Git on Docker Engine through the router, store ${kind}`
 
     const r = await s.request<Deployment>('POST', path(`${project}/redeploy`), { key: w.member.key });
     expect(r.status).toBe(202);
-    const d = await waitFor(r.body.data?.id ?? '', settled);
+    const d = await settled(r.body.data?.id ?? '');
     expect(d).toMatchObject({ status: 'running', source: 'redeploy' });
     expect((await viaRouter(routerPort, host())).body).toBe('hello v1\n');
   });

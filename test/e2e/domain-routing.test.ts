@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainView } from '../../src/domains/domains.service.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
+import { deployAndSettle } from '../factories/deployments.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
@@ -30,15 +31,8 @@ describe.each(STORE_KINDS)('custom domains through the router, store %s', (kind)
   async function deployed(w: TestWorkspace, name: string, repo: string): Promise<void> {
     expect((await s.request('POST', projects(w), { key: w.member.key, body: { name, port: 8080, cpu: '0.25', ram: '0.125' } })).status).toBe(201);
     expect((await s.request('POST', `${projects(w)}/${name}/git`, { key: w.member.key, body: { repo_full_name: repo } })).status).toBe(201);
-    const r = await s.request<Deployment>('POST', `${projects(w)}/${name}/deploy`, { key: w.member.key });
-    expect(r.status, r.text).toBe(202);
-    for (let i = 0; i < 600; i++) {
-      const d = await s.request<Deployment>('GET', `${projects(w)}/${name}/deployments/${r.body.data?.id ?? ''}`, { key: w.member.key });
-      if (d.body.data?.status === 'running') return;
-      if (d.body.data?.status === 'failed') throw new Error(d.body.data.error ?? 'failed');
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    throw new Error('the deployment did not settle');
+    const d = await deployAndSettle<Deployment>(s, w.member.key, `${projects(w)}/${name}`, 120_000);
+    if (d.status !== 'running') throw new Error(d.error ?? d.status);
   }
   const claim = (w: TestWorkspace, project: string) => s.request<DomainView>('POST', `${projects(w)}/${project}/domains`, { key: w.member.key, body: { domain: SHOP } });
   const verify = (w: TestWorkspace, project: string, id: string) => s.request<DomainView>('POST', `${projects(w)}/${project}/domains/${id}/verify`, { key: w.member.key });
