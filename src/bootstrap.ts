@@ -31,7 +31,7 @@ export async function bootstrap(
   try {
     key = await deps.store.transaction(async (tx) => {
       // Strictly new: a user that appeared meanwhile (another replica) is never handed this key.
-      const user = await createNewUser(deps, tx, opts.adminEmail, 'Admin');
+      const user = await createNewUser(deps, tx, { email: opts.adminEmail, name: 'Admin', verified: true });
       const workspace = await createWorkspace(deps, tx, { name: 'Default', slug: BOOTSTRAP_WORKSPACE, ownerId: user.id, countedFor: null });
       const created = await keys.issue(tx, { userId: user.id, workspaceId: workspace.id, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
       // Written before the commit: a crash in between leaves a stale file that the next first

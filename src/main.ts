@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createUser, CliError } from './cli/admin.js';
+import { createUser, CliError, verifyUser } from './cli/admin.js';
 import { linkInstallation } from './cli/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
 import { StartError } from './create-deps.js';
@@ -90,6 +90,21 @@ withSettings(
     });
     process.stdout.write(`${r.key}\n`);
     process.stderr.write(`Created user ${r.userId}; the key expires at ${r.expiresAt}.\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
+withSettings(
+  admin
+    .command('verify-user')
+    .description("vouch for a user's e-mail address: they may create workspaces, and their first gets the starting credit")
+    .requiredOption('--email <email>', 'e-mail of the user'),
+).action(async (opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const r = await verifyUser(config, { email: String(opts['email']) });
+    process.stderr.write(r.already ? `User ${r.userId} (${r.email}) was already verified, at ${r.verifiedAt}.\n` : `Verified user ${r.userId} (${r.email}).\n`);
   } catch (err) {
     fail(err);
   }

@@ -164,7 +164,7 @@ export class BillingWorker {
         text: `The wallet of workspace ${workspace.slug} stayed empty past the grace period, so its apps were stopped (their data and volumes are kept). A top-up that brings the balance above 0 starts them again.`,
       },
     };
-    const owners = (await this.deps.store.repos.members.list(wallet.workspace_id)).filter((m) => m.role === 'owner');
+    const owners = (await this.deps.store.repos.members.list(wallet.workspace_id)).filter((m) => m.role === 'owner' && m.status === 'active');
     const mailer = this.deps.mailer;
     this.log.info({ workspace: wallet.workspace_id, notice, owners: owners.length, mailed: mailer !== undefined }, 'wallet notice');
     if (mailer === undefined) return;

@@ -29,12 +29,37 @@ export async function createUser(config: Config, input: { email: string; workspa
       if (ws === undefined) throw new CliError(`There is no workspace "${input.workspace}".`);
       if ((await tx.users.byEmail(email)) !== undefined) throw taken();
       // Strictly new: a user created meanwhile by another process is never handed this key.
-      const user = await createNewUser(deps, tx, email, input.name);
-      await tx.members.add({ workspace_id: ws.id, user_id: user.id, role, joined_at: iso(deps.clock.now()) });
+      // The operator vouches for the address: verified.
+      const user = await createNewUser(deps, tx, { email, name: input.name, verified: true });
+      await tx.members.add({ workspace_id: ws.id, user_id: user.id, role, status: 'active', joined_at: iso(deps.clock.now()) });
       const key = await keys.issue(tx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
       return { userId: user.id, key: key.key, expiresAt: key.expires_at };
     }).catch((err: unknown) => {
       throw isUniqueViolation(err) ? taken() : err;
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `slipway admin verify-user`: the operator vouches for a user's address, as an e-mailed
+ * invitation would prove it: the user may create workspaces, and their first gets the starting
+ * credit (docs/security.md, "Made-up users"). Verifying a verified user changes nothing.
+ */
+export async function verifyUser(config: Config, input: { email: string }): Promise<{ userId: string; email: string; verifiedAt: string; already: boolean }> {
+  if (!isEmailAddress(input.email)) throw new CliError(`--email must be an e-mail address (got "${input.email}").`);
+  const store = await createStore(config.databaseUrl, { readConnection: false });
+  try {
+    const { clock } = systemSources();
+    const email = normalizeEmail(input.email);
+    return await store.transaction(async (tx) => {
+      const user = await tx.users.byEmail(email);
+      if (user === undefined) throw new CliError(`There is no user with e-mail ${email}.`);
+      if (user.verified_at !== null) return { userId: user.id, email, verifiedAt: user.verified_at, already: true };
+      const at = iso(clock.now());
+      await tx.users.verify(user.id, at);
+      return { userId: user.id, email, verifiedAt: at, already: false };
     });
   } finally {
     await store.close();

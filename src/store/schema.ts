@@ -14,6 +14,13 @@ export interface UsersTable {
   email: string;
   name: string;
   created_at: string;
+  /**
+   * When the address was proven (an e-mailed invitation redeemed) or the operator vouched for it
+   * (bootstrap, `slipway admin create-user`, `slipway admin verify-user`); null: unverified, a
+   * user made from a token handed back in an API response (no starting credit, no workspace of
+   * their own).
+   */
+  verified_at: string | null;
 }
 
 export interface WorkspacesTable {
@@ -33,10 +40,16 @@ export interface WorkspaceCreatorsTable {
   created_at: string;
 }
 
+/** `pending`: offered through `POST …/members`, not yet accepted by the user; it grants nothing. */
+export type MemberStatus = 'active' | 'pending';
+
 export interface MembersTable {
   workspace_id: string;
   user_id: string;
   role: Role;
+  /** `active` by default in the store */
+  status: Generated<MemberStatus>;
+  /** when the user joined (accepted); for a pending membership, when it was offered */
   joined_at: string;
 }
 
@@ -51,6 +64,8 @@ export interface InvitationsTable {
   expires_at: string;
   created_at: string;
   accepted_at: string | null;
+  /** 1: the token travelled only by e-mail, so redeeming it proves the address; 0: handed back in the response */
+  emailed: Generated<number>;
 }
 
 export interface ApiKeysTable {

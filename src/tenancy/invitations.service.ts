@@ -65,9 +65,11 @@ export class InvitationService {
       expires_at: iso(addDays(now, INVITATION_DAYS)),
       created_at: iso(now),
       accepted_at: null,
+      // Redeeming an e-mailed token proves the address; one handed back here proves nothing.
+      emailed: mailer === undefined ? 0 : 1,
     };
     await this.deps.store.transaction(async (tx) => {
-      if (await tx.members.hasEmail(access.workspace.id, email)) throw conflict(`${email} is already a member of this workspace.`);
+      if (await tx.members.hasEmail(access.workspace.id, email)) throw conflict(`${email} is already a member of this workspace (or has a pending membership of it).`);
       if (await tx.invitations.hasPending(access.workspace.id, email, iso(now))) {
         throw conflict(`${email} already has a pending invitation to this workspace.`);
       }
@@ -127,11 +129,19 @@ export class InvitationService {
         if (workspace === undefined) throw new Error(`invitation ${inv.id} has no workspace`);
         const existing = await tx.users.byEmail(inv.email);
         if (existing !== undefined) requireOwnKey(caller, existing);
-        const user = existing ?? (await createNewUser(this.deps, tx, inv.email, input.name));
-        if ((await tx.members.find(inv.workspace_id, user.id)) !== undefined) throw conflict('You are already a member of this workspace.');
+        // A token that travelled only by e-mail proves the address it was sent to; one handed
+        // back in the inviter's response proves nothing (docs/security.md, "Made-up users").
+        const proven = inv.emailed === 1;
+        const user = existing ?? (await createNewUser(this.deps, tx, { email: inv.email, name: input.name, verified: proven }));
+        const membership = await tx.members.find(inv.workspace_id, user.id);
+        if (membership?.status === 'pending') {
+          throw conflict(`You already have a pending membership of this workspace: accept it with POST /api/workspaces/${workspace.slug}/members/${user.id}/accept.`);
+        }
+        if (membership !== undefined) throw conflict('You are already a member of this workspace.');
         // Guarded update: of two concurrent redemptions, only one flips the row.
         if (!(await tx.invitations.markAccepted(inv.id, iso(now)))) throw gone();
-        await tx.members.add({ workspace_id: inv.workspace_id, user_id: user.id, role: inv.role, joined_at: iso(now) });
+        if (existing !== undefined && proven) await tx.users.verify(user.id, iso(now));
+        await tx.members.add({ workspace_id: inv.workspace_id, user_id: user.id, role: inv.role, status: 'active', joined_at: iso(now) });
         const joined = { user_id: user.id, workspace: workspaceView(workspace, inv.role), role: inv.role };
         // An existing user keeps the keys they have: none is minted for them.
         if (existing !== undefined) return joined;

@@ -1,5 +1,6 @@
 import type { Role } from '../domain/roles.js';
-import type { ApiKeysTable, InvitationsTable, WorkspacesTable } from '../store/schema.js';
+import type { Selectable } from 'kysely';
+import type { ApiKeysTable, InvitationsTable, MemberStatus, WorkspacesTable } from '../store/schema.js';
 
 export interface WorkspaceSettings {
   default_region?: string;
@@ -45,6 +46,8 @@ export interface MemberView {
   email: string;
   name: string;
   role: Role;
+  /** `pending`: offered, not yet accepted by the user (it grants nothing) */
+  status: MemberStatus;
   joined_at: string;
 }
 
@@ -79,7 +82,7 @@ export interface InvitationView {
   created_at: string;
 }
 
-export function invitationView(row: InvitationsTable, now: Date): InvitationView {
+export function invitationView(row: Selectable<InvitationsTable>, now: Date): InvitationView {
   const status: InvitationStatus =
     row.status === 'pending' && row.expires_at <= now.toISOString() ? 'expired' : row.status;
   return {

@@ -1,5 +1,5 @@
 import { iso } from '../domain/clock.js';
-import { conflict, invalid } from '../domain/errors.js';
+import { conflict, forbidden, invalid } from '../domain/errors.js';
 import { RESERVED_WORKSPACE_SLUGS } from '../domain/slug.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { Repositories } from '../store/repositories/index.js';
@@ -10,9 +10,10 @@ import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings,
 
 /**
  * A new workspace, with `ownerId` as its owner and a wallet holding the configured starting
- * credit, inside the caller's transaction. The one way a workspace is made: the API, the
- * bootstrap and the test fixtures all come here. `countedFor`: the user whose
- * `--max-workspaces-per-user` counts it (null: the bootstrap, which is not limited).
+ * credit (when the owner is verified: docs/security.md, "Made-up users"), inside the caller's
+ * transaction. The one way a workspace is made: the API, the bootstrap and the test fixtures
+ * all come here. `countedFor`: the user whose `--max-workspaces-per-user` counts it (null: the
+ * bootstrap, which is not limited).
  */
 export async function createWorkspace(
   deps: Deps,
@@ -20,6 +21,9 @@ export async function createWorkspace(
   input: { name: string; slug: string; ownerId: string; countedFor: string | null },
 ): Promise<WorkspaceRow> {
   const now = iso(deps.clock.now());
+  // An unverified address earns no credit; the repository grants it once per user.
+  const owner = await tx.users.byId(input.ownerId);
+  const credit = owner?.verified_at === null || owner === undefined ? 0 : deps.platform.startingCredit;
   const workspace: WorkspaceRow = {
     id: deps.ids.id(),
     name: input.name,
@@ -32,7 +36,7 @@ export async function createWorkspace(
     workspace,
     ownerId: input.ownerId,
     creatorId: input.countedFor,
-    wallet: { currency: deps.platform.currency, credit: deps.platform.startingCredit, ledgerId: deps.ids.id() },
+    wallet: { currency: deps.platform.currency, credit, ledgerId: deps.ids.id() },
   });
   return workspace;
 }
@@ -41,9 +45,9 @@ export class WorkspaceService {
   constructor(private readonly deps: Deps) {}
 
   /**
-   * The creator becomes the workspace's owner, in the same transaction, unless they already own
-   * as many workspaces as `--max-workspaces-per-user` allows (403, and nothing is written: no
-   * workspace, no wallet, no credit).
+   * The creator becomes the workspace's owner, in the same transaction, unless their address is
+   * not verified, or they already created as many workspaces as `--max-workspaces-per-user`
+   * allows (403, and nothing is written: no workspace, no wallet, no credit).
    */
   async create(caller: Caller, input: { name: string; slug: string }): Promise<WorkspaceView> {
     if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
@@ -52,6 +56,7 @@ export class WorkspaceService {
     let row: WorkspaceRow;
     try {
       row = await this.deps.store.transaction(async (tx) => {
+        await requireVerified(tx, caller.user.id);
         await holdWorkspaceRoom(this.deps, tx, caller.user.id);
         return createWorkspace(this.deps, tx, { name: input.name, slug: input.slug, ownerId: caller.user.id, countedFor: caller.user.id });
       });
@@ -93,4 +98,17 @@ export class WorkspaceService {
     await this.deps.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
     return workspaceView(access.workspace, access.role);
   }
+}
+
+/**
+ * A workspace of one's own takes a proven address: otherwise anyone who may invite could make
+ * users from invented addresses, each with a workspace and (before) its starting credit. Read in
+ * the transaction, not from the caller's cached row, so that a verification counts at once.
+ */
+async function requireVerified(tx: Repositories, userId: string): Promise<void> {
+  const user = await tx.users.byId(userId);
+  if (user === undefined || user.verified_at !== null) return;
+  throw forbidden(
+    `Your e-mail address ${user.email} is not verified, so you cannot create a workspace yet: redeem an invitation e-mailed to it (on an installation with SMTP), or ask the operator to run \`slipway admin verify-user --email ${user.email}\`.`,
+  );
 }

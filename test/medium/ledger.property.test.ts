@@ -48,7 +48,7 @@ describe.each(STORE_KINDS)('the ledger under random concurrent operations on %s'
     const moved = new Map<string, number>(workspaces.map((w) => [w.id, 0]));
     const counts: Record<string, number> = {};
 
-    const access = (w: TestWorkspace) => ({ caller: { user: { id: w.admin.id, email: w.admin.email, name: '', created_at: '' }, keyId: w.admin.keyId }, workspace: { id: w.id, slug: w.slug, name: w.slug, settings: '{}', created_at: '', updated_at: '' }, role: 'admin' as const });
+    const access = (w: TestWorkspace) => ({ caller: { user: { id: w.admin.id, email: w.admin.email, name: '', created_at: '', verified_at: '' }, keyId: w.admin.keyId }, workspace: { id: w.id, slug: w.slug, name: w.slug, settings: '{}', created_at: '', updated_at: '' }, role: 'admin' as const });
 
     async function operation(): Promise<void> {
       const w = pick(workspaces);

@@ -36,7 +36,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
   }
   async function user(repos: Repositories = store.repos): Promise<string> {
     const uid = id('u');
-    await repos.users.insert({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now });
+    await repos.users.insert({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now, verified_at: now });
     return uid;
   }
   const keyRow = (uid: string, wid: string, over: Partial<ApiKeyRow> = {}): ApiKeyRow => ({
@@ -93,7 +93,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
   it('cascades a workspace delete to everything it owns', async () => {
     const uid = await user();
     const wid = await workspace(store.repos, uid);
-    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'x@example.com', role: 'member', token_hash: id('t'), status: 'pending', invited_by: uid, expires_at: now, created_at: now, accepted_at: null });
+    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'x@example.com', role: 'member', token_hash: id('t'), status: 'pending', invited_by: uid, expires_at: now, created_at: now, accepted_at: null, emailed: 0 });
     await store.repos.apiKeys.insert(keyRow(uid, wid));
     await store.transaction((tx) => tx.workspaces.delete(wid));
     expect(await store.repos.members.list(wid)).toEqual([]);
@@ -123,9 +123,9 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
 
   it('skips an insert on conflict when asked', async () => {
     const uid = await user();
-    await store.repos.users.insertUnlessEmailTaken({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now });
-    expect(await store.repos.users.byEmail(`${uid}@example.com`)).toEqual({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now });
-    const err = await failure(store.repos.users.insert({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now }));
+    await store.repos.users.insertUnlessEmailTaken({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now, verified_at: now });
+    expect(await store.repos.users.byEmail(`${uid}@example.com`)).toEqual({ id: uid, email: `${uid}@example.com`, name: uid, created_at: now, verified_at: now });
+    const err = await failure(store.repos.users.insert({ id: id('u'), email: `${uid}@example.com`, name: 'again', created_at: now, verified_at: now }));
     expect(isUniqueViolation(err)).toBe(true);
   });
 
@@ -270,7 +270,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     const uid = await user();
     const wid = await workspace(store.repos, uid);
     const digest = id('t');
-    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'y@example.com', role: 'member', token_hash: digest, status: 'pending', invited_by: uid, expires_at: '2999-01-01T00:00:00.000Z', created_at: now, accepted_at: null });
+    await store.repos.invitations.insert({ id: id('i'), workspace_id: wid, email: 'y@example.com', role: 'member', token_hash: digest, status: 'pending', invited_by: uid, expires_at: '2999-01-01T00:00:00.000Z', created_at: now, accepted_at: null, emailed: 0 });
     const inv = await store.transaction((tx) => tx.invitations.lockByDigest(digest));
     expect(inv?.status).toBe('pending');
     expect(await store.repos.invitations.hasPending(wid, 'y@example.com', now)).toBe(true);

@@ -35,13 +35,14 @@ export class ApiKeyRepository extends Repository {
         'users.email',
         'users.name',
         'users.created_at',
+        'users.verified_at',
       ])
       .where('api_keys.key_hash', '=', digest)
       .executeTakeFirst();
     if (row === undefined) return undefined;
     return {
       key: { id: row.key_id, key_hash: row.key_hash, expires_at: row.expires_at, revoked_at: row.revoked_at, last_used_at: row.last_used_at },
-      user: { id: row.id, email: row.email, name: row.name, created_at: row.created_at },
+      user: { id: row.id, email: row.email, name: row.name, created_at: row.created_at, verified_at: row.verified_at },
     };
   }
 

@@ -1,6 +1,7 @@
+import type { Insertable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
 import { lockClause } from '../dialects.js';
-import type { MembersTable } from '../schema.js';
+import type { MembersTable, MemberStatus } from '../schema.js';
 import { Repository } from './repository.js';
 import { asAccess, workspacesWithRole, type WorkspaceAccess } from './workspaces.js';
 
@@ -10,11 +11,18 @@ export interface MemberDetail {
   email: string;
   name: string;
   role: Role;
+  status: MemberStatus;
   joined_at: string;
 }
 
+/** A membership offered and not yet accepted, with its workspace's id. */
+export interface PendingMembership {
+  workspaceId: string;
+  member: MemberDetail;
+}
+
 export class MemberRepository extends Repository {
-  /** The members of a workspace, in the order they joined. */
+  /** The members of a workspace, active and pending, in the order they joined (or were offered). */
   list(workspaceId: string): Promise<MemberDetail[]> {
     return this.detail(workspaceId).orderBy('members.joined_at').orderBy('members.user_id').execute();
   }
@@ -23,7 +31,7 @@ export class MemberRepository extends Repository {
     return this.detail(workspaceId).where('members.user_id', '=', userId).executeTakeFirst();
   }
 
-  /** Whether a member of the workspace has this e-mail. */
+  /** Whether a member of the workspace, active or pending, has this e-mail. */
   async hasEmail(workspaceId: string, email: string): Promise<boolean> {
     const row = await this.db
       .selectFrom('members')
@@ -36,8 +44,8 @@ export class MemberRepository extends Repository {
   }
 
   /**
-   * The workspace `slug` and the role `userId` holds in it; undefined for a missing workspace
-   * and a non-member alike. Every workspace route's admission asks this.
+   * The workspace `slug` and the role `userId` holds in it; undefined for a missing workspace,
+   * a non-member and a pending member alike. Every workspace route's admission asks this.
    */
   accessBySlug(slug: string, userId: string): Promise<WorkspaceAccess | undefined> {
     const read = () => this.readAccessBySlug(slug, userId);
@@ -53,8 +61,42 @@ export class MemberRepository extends Repository {
     return asAccess(await workspacesWithRole(this.db, userId).where('workspaces.id', '=', workspaceId).executeTakeFirst());
   }
 
-  async add(row: MembersTable): Promise<void> {
+  /** A membership; `status` defaults to `active` (a pending one is offered with `status: 'pending'`). */
+  async add(row: Insertable<MembersTable>): Promise<void> {
     await this.db.insertInto('members').values(row).execute();
+    this.cache.invalidate();
+  }
+
+  /**
+   * Makes `userId`'s pending membership active, joined at `at`; false when there is none (it was
+   * cancelled, declined or accepted meanwhile). Guarded, so of two concurrent acceptances one wins.
+   */
+  async activate(workspaceId: string, userId: string, at: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable('members')
+      .set({ status: 'active', joined_at: at })
+      .where('workspace_id', '=', workspaceId)
+      .where('user_id', '=', userId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    this.cache.invalidate();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** The pending membership of `userId` in the workspace `slug`, with the workspace; undefined when there is none. */
+  async pendingBySlug(slug: string, userId: string): Promise<PendingMembership | undefined> {
+    const row = await this.db
+      .selectFrom('members')
+      .innerJoin('workspaces', 'workspaces.id', 'members.workspace_id')
+      .innerJoin('users', 'users.id', 'members.user_id')
+      .select(['members.workspace_id', 'members.user_id', 'users.email', 'users.name', 'members.role', 'members.status', 'members.joined_at'])
+      .where('workspaces.slug', '=', slug)
+      .where('members.user_id', '=', userId)
+      .where('members.status', '=', 'pending')
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const { workspace_id, ...member } = row;
+    return { workspaceId: workspace_id, member };
   }
 
   async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
@@ -67,8 +109,15 @@ export class MemberRepository extends Repository {
     this.cache.invalidate();
   }
 
+  /** The active owners: a pending owner has not consented, and counts for nothing. */
   async countOwners(workspaceId: string): Promise<number> {
-    const owners = await this.db.selectFrom('members').select('user_id').where('workspace_id', '=', workspaceId).where('role', '=', 'owner').execute();
+    const owners = await this.db
+      .selectFrom('members')
+      .select('user_id')
+      .where('workspace_id', '=', workspaceId)
+      .where('role', '=', 'owner')
+      .where('status', '=', 'active')
+      .execute();
     return owners.length;
   }
 
@@ -84,7 +133,7 @@ export class MemberRepository extends Repository {
     return this.db
       .selectFrom('members')
       .innerJoin('users', 'users.id', 'members.user_id')
-      .select(['members.user_id', 'users.email', 'users.name', 'members.role', 'members.joined_at'])
+      .select(['members.user_id', 'users.email', 'users.name', 'members.role', 'members.status', 'members.joined_at'])
       .where('members.workspace_id', '=', workspaceId);
   }
 }

@@ -31,4 +31,13 @@ export class UserRepository extends Repository {
       .onConflict((oc) => oc.column('email').doNothing())
       .execute();
   }
+
+  /**
+   * Marks the user's address proven at `at`, unless it already was (the first proof is kept).
+   * The user row travels with their key in the access cache: invalidated here.
+   */
+  async verify(id: string, at: string): Promise<void> {
+    await this.db.updateTable('users').set({ verified_at: at }).where('id', '=', id).where('verified_at', 'is', null).execute();
+    this.cache.invalidate();
+  }
 }

@@ -37,7 +37,7 @@ export class WorkspaceRepository extends Repository {
     if (input.creatorId !== null) {
       await this.db.insertInto('workspace_creators').values({ workspace_id: workspace.id, user_id: input.creatorId, created_at: now }).execute();
     }
-    await this.db.insertInto('members').values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner', joined_at: now }).execute();
+    await this.db.insertInto('members').values({ workspace_id: workspace.id, user_id: input.ownerId, role: 'owner', status: 'active', joined_at: now }).execute();
     await this.db
       .insertInto('wallets')
       .values({ workspace_id: workspace.id, balance_micros: 0, currency: wallet.currency, alert_threshold: 0, empty_since: null, alerts_sent: '', created_at: now, updated_at: now })
@@ -108,9 +108,16 @@ export class WorkspaceRepository extends Repository {
   }
 }
 
-/** The workspaces `userId` belongs to, each with the user's role: the base of every access read. */
+/** The workspaces `userId` is an active member of, each with the user's role: the base of every access read. */
 export const workspacesWithRole = (db: Kysely<DB>, userId: string) =>
-  db.selectFrom('workspaces').innerJoin('members', 'members.workspace_id', 'workspaces.id').selectAll('workspaces').select('members.role').where('members.user_id', '=', userId);
+  db
+    .selectFrom('workspaces')
+    .innerJoin('members', 'members.workspace_id', 'workspaces.id')
+    .selectAll('workspaces')
+    .select('members.role')
+    .where('members.user_id', '=', userId)
+    // a pending membership grants nothing: not even the workspace's existence
+    .where('members.status', '=', 'active');
 
 export function asAccess(row: WorkspaceRow & { role: Role }): WorkspaceAccess;
 export function asAccess(row: (WorkspaceRow & { role: Role }) | undefined): WorkspaceAccess | undefined;

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services.js';
-import { accessOf } from '../../plugins/auth.js';
+import { accessOf, callerOf } from '../../plugins/auth.js';
 import { ok } from '../../schemas.js';
 import * as s from './members.schema.js';
 
@@ -18,6 +18,16 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
 
   app.put(`${base}/:user_id`, { schema: s.updateMember, config: { action: 'members.manage' } }, async (req) =>
     ok(await members.updateRole(accessOf(req), req.params.user_id, req.body.role)),
+  );
+
+  // No `action`: the caller's membership is pending, which admits to no workspace route. Only
+  // the user the membership is offered to may take or refuse it (checked by the service).
+  app.post(`${base}/:user_id/accept`, { schema: s.acceptMember }, async (req) =>
+    ok(await members.accept(callerOf(req), req.params.slug, req.params.user_id)),
+  );
+
+  app.post(`${base}/:user_id/decline`, { schema: s.declineMember }, async (req) =>
+    ok(await members.decline(callerOf(req), req.params.slug, req.params.user_id)),
   );
 
   // Leaving is open to every member; removing someone else is checked by the service.
