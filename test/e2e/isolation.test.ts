@@ -27,6 +27,9 @@ interface Ids {
 const BODIES: Record<string, unknown> = {
   'POST /api/workspaces/:slug/members': { user_id: 'someone', role: 'member' },
   'PUT /api/workspaces/:slug/members/:user_id': { role: 'member' },
+  // take no body: listed so that the walk below is known to cover them
+  'POST /api/workspaces/:slug/members/:user_id/accept': undefined,
+  'POST /api/workspaces/:slug/members/:user_id/decline': undefined,
   'POST /api/workspaces/:slug/invitations': { email: 'guess@example.com', role: 'member' },
   'POST /api/workspaces/:slug/api-keys': { name: 'guess' },
   'PUT /api/workspaces/:slug': { name: 'hijacked' },
@@ -172,6 +175,27 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       }
     }
     expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
+  });
+
+  it('answers 404 to a user offered a membership of B who has not accepted it, on every route of B, and changes nothing in B', async () => {
+    // B's owner offers A's admin the owner role; until A's admin accepts, it grants nothing
+    const offered = await s.request('POST', `/api/workspaces/${b.slug}/members`, { key: b.owner.key, body: { user_id: a.admin.id, role: 'owner' } });
+    expect(offered.status).toBe(201);
+    try {
+      const before = await snapshot(s.store.db, b.id, s.logStore);
+      for (const route of workspaceRoutes()) {
+        const body = BODIES[`${route.method} ${route.url}`];
+        for (const idChoice of [0, 1]) {
+          const r = await s.request(route.method, fill(route.url, bIds, idChoice), { key: a.admin.key, ...(body === undefined ? {} : { body }) });
+          expect(r.status, `${route.method} ${route.url}: ${r.text}`).toBe(404);
+          expect(r.text).not.toContain('b-only');
+        }
+      }
+      expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
+    } finally {
+      const declined = await s.request('POST', `/api/workspaces/${b.slug}/members/${a.admin.id}/decline`, { key: a.admin.key });
+      expect(declined.status).toBe(200);
+    }
   });
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {

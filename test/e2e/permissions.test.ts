@@ -13,8 +13,9 @@ const LINKED_INSTALLATION = 777;
  * Every route × every kind of caller → the expected status, from this one table. A route that
  * the app registers but this table lacks fails the suite, so no route ships without its row.
  */
-type Principal = 'owner' | 'admin' | 'member' | 'outsider' | 'nokey' | 'expired' | 'revoked';
-const PRINCIPALS: Principal[] = ['owner', 'admin', 'member', 'outsider', 'nokey', 'expired', 'revoked'];
+type Principal = 'owner' | 'admin' | 'member' | 'pending' | 'outsider' | 'nokey' | 'expired' | 'revoked';
+/** `pending`: a user offered the owner role in the workspace (POST …/members) who has not accepted it: as good as an outsider. */
+const PRINCIPALS: Principal[] = ['owner', 'admin', 'member', 'pending', 'outsider', 'nokey', 'expired', 'revoked'];
 
 interface Fixture {
   w: TestWorkspace;
@@ -24,6 +25,8 @@ interface Fixture {
   invitationId: string;
   /** a user who belongs to no workspace yet */
   loneUserId: string;
+  /** a user (a member of another workspace, with their key) offered the owner role here, not yet accepted */
+  pending: TestUser;
   project: TestProject;
   /** a custom domain of `project` */
   domainId: string;
@@ -47,8 +50,8 @@ interface Fixture {
 interface Row {
   method: string;
   url: string;
-  /** who may: a workspace role, any valid key, or anyone */
-  who: Role | 'authenticated' | 'public';
+  /** who may: a workspace role, any valid key, only the user a pending membership is offered to, or anyone */
+  who: Role | 'authenticated' | 'invitee' | 'public';
   /** the status of an allowed call */
   ok: number;
   /** the status an outsider gets when `who` is 'authenticated' */
@@ -91,6 +94,9 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/api/workspaces/:slug/members', who: 'admin', ok: 201, path: (f) => `${ws(f)}/members`, body: (f) => ({ user_id: f.loneUserId, role: 'member' }) },
   { method: 'PUT', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, body: () => ({ role: 'admin' }), fresh: (s, f) => newMember(s, f.w) },
   { method: 'DELETE', url: '/api/workspaces/:slug/members/:user_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/members/${f.target.id}`, fresh: (s, f) => newMember(s, f.w) },
+  // The user of a pending membership only, with their own key: a member of the workspace gets 403, anyone else 404.
+  { method: 'POST', url: '/api/workspaces/:slug/members/:user_id/accept', who: 'invitee', ok: 200, path: (f) => `${ws(f)}/members/${f.pending.id}/accept`, fresh: (s, f) => newPending(s, f.w) },
+  { method: 'POST', url: '/api/workspaces/:slug/members/:user_id/decline', who: 'invitee', ok: 200, path: (f) => `${ws(f)}/members/${f.pending.id}/decline`, fresh: (s, f) => newPending(s, f.w) },
 
   { method: 'POST', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 201, path: (f) => `${ws(f)}/invitations`, body: () => ({ email: 'new@example.com', role: 'member' }) },
   { method: 'GET', url: '/api/workspaces/:slug/invitations', who: 'admin', ok: 200, path: (f) => `${ws(f)}/invitations` },
@@ -194,7 +200,8 @@ function expected(row: Row, p: Principal): number {
   if (row.who === 'public') return row.ok;
   if (p === 'nokey' || p === 'expired' || p === 'revoked') return 401;
   if (row.who === 'authenticated') return row.ok;
-  if (p === 'outsider') return 404;
+  if (row.who === 'invitee') return p === 'pending' ? row.ok : p === 'outsider' ? 404 : 403;
+  if (p === 'outsider' || p === 'pending') return 404;
   return atLeast(p, row.who) ? row.ok : 403;
 }
 
@@ -210,6 +217,14 @@ async function newMember(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture,
   const target = await makeUser(s, w.id);
   await s.store.db.insertInto('members').values({ workspace_id: w.id, user_id: target.id, role: 'member', joined_at: new Date().toISOString() }).execute();
   return { target, targetKeyId: target.keyId };
+}
+
+/** A user with a workspace (and key) of their own, offered the owner role in `w` by its owner, not yet accepted. */
+async function newPending(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'pending'>> {
+  const home = await makeWorkspace(s);
+  const offered = await s.request('POST', `${ws({ w })}/members`, { key: w.owner.key, body: { user_id: home.member.id, role: 'owner' } });
+  if (offered.status !== 201) throw new Error(`offering a membership failed: ${offered.text}`);
+  return { pending: home.member };
 }
 
 async function newInvitation(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'invitationId'>> {
@@ -277,7 +292,7 @@ async function spareProject(s: TestServer, f: Fixture): Promise<Partial<Fixture>
 /** A fresh workspace in place of `w`, with the same members in the same roles, for a row that deletes it. */
 async function spareWorkspace(s: TestServer, f: Fixture): Promise<Partial<Fixture>> {
   const copy = await makeWorkspace(s);
-  const members = await s.store.db.selectFrom('members').select(['user_id', 'role', 'joined_at']).where('workspace_id', '=', f.w.id).execute();
+  const members = await s.store.db.selectFrom('members').select(['user_id', 'role', 'status', 'joined_at']).where('workspace_id', '=', f.w.id).execute();
   await s.store.db.insertInto('members').values(members.map((m) => ({ ...m, workspace_id: copy.id }))).execute();
   return { w: { ...f.w, id: copy.id, slug: copy.slug } };
 }
@@ -294,6 +309,7 @@ async function fixture(s: TestServer): Promise<Fixture> {
     project,
     ...connected,
     ...(await newMember(s, w)),
+    ...(await newPending(s, w)),
     ...(await newInvitation(s, w)),
     ...(await newDomain(s, w, project)),
     ...(await newEnv(s, w, project)),
@@ -328,6 +344,8 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
       case 'admin':
       case 'member':
         return f.w[p].key;
+      case 'pending':
+        return f.pending.key;
       case 'outsider':
         return (await makeWorkspace(s)).owner.key;
       case 'nokey':
@@ -359,7 +377,9 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
     it.each(TABLE.map((row) => [`${row.method} ${row.url}`, row] as const))(`%s as ${p}`, async (_name, row) => {
       const f = row.fresh === undefined ? shared : { ...shared, ...(await row.fresh(s, shared)) };
       const body = row.body?.(f);
-      const r = await s.request(row.method, row.path(f), { key, ...(body === undefined ? {} : { body }) });
+      // a row that uses up the pending membership offers a fresh one, to a user of its own
+      const caller = p === 'pending' ? f.pending.key : key;
+      const r = await s.request(row.method, row.path(f), { key: caller, ...(body === undefined ? {} : { body }) });
       expect(r.status, r.text).toBe(expected(row, p));
       if (row.url !== '/metrics' && row.url !== '/api/openapi.json') {
         expect(typeof r.body.success).toBe('boolean');
