@@ -3,6 +3,7 @@
 // every other replica (another process over the same store) within a second.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeUser, makeWorkspace, startTestServer, type TestServer } from '../factories/harness.js';
+import { addMember } from '../factories/members.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 const CACHE_BOUND_MS = 1000;
@@ -69,9 +70,10 @@ describe.each(STORE_KINDS)('access caching across replicas (%s)', (kind) => {
     const home = await makeWorkspace(a);
     // a key listed under another workspace: removal from w does not revoke it
     const u = await makeUser(a, home.id);
-    await a.request('POST', `/api/workspaces/${home.slug}/members`, { key: home.owner.key, body: { user_id: u.id, role: 'member' } });
-    const added = await a.request('POST', `/api/workspaces/${w.slug}/members`, { key: w.owner.key, body: { user_id: u.id, role: 'member' } });
+    await addMember(a, home.slug, home.owner.key, u, 'member');
+    const { added, accepted } = await addMember(a, w.slug, w.owner.key, u, 'member');
     expect(added.status).toBe(201);
+    expect(accepted?.status).toBe(200);
     const path = `/api/workspaces/${w.slug}`;
     await warm(path, u.key);
 

@@ -1,5 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findOrCreateUser } from '../../src/tenancy/users.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';
@@ -131,6 +132,37 @@ describe.each(STORE_KINDS)('invitations on %s', (kind) => {
     } finally {
       s.clock.advance(-8 * DAY);
     }
+  });
+
+  it('leaves a user made from a handed-back token unverified: no workspace of their own until the operator verifies them', async () => {
+    const inv = await invite('kim@example.com');
+    const r = await accept(inv.body.data?.token ?? '', 'Kim');
+    expect(r.status).toBe(201);
+    const key = r.body.data?.key ?? '';
+    // a member of the inviting workspace like any other
+    expect((await s.request('GET', `/api/workspaces/${w.slug}`, { key })).status).toBe(200);
+    const refused = await s.request('POST', '/api/workspaces', { key, body: { name: 'Kim', slug: `kim-${w.slug}` } });
+    expect(refused).toMatchObject({ status: 403, body: { success: false, error: expect.stringMatching(/^Your e-mail address kim@example\.com is not verified/) } });
+    const row = await s.store.repos.users.byEmail('kim@example.com');
+    expect(row?.verified_at).toBeNull();
+    // the operator vouches for the address (slipway admin verify-user does this)
+    await s.store.repos.users.verify(row?.id ?? '', new Date().toISOString());
+    expect((await s.request('POST', '/api/workspaces', { key, body: { name: 'Kim', slug: `kim-${w.slug}` } })).status).toBe(201);
+    expect((await s.request<{ balance: number }>('GET', `/api/workspaces/kim-${w.slug}/wallet`, { key })).body.data?.balance).toBe(500);
+  });
+
+  it('answers 409 to an invitation for a user with a pending membership, and to redeeming one, naming how to accept it', async () => {
+    const other = await makeWorkspace(s);
+    const inv = await invite(other.admin.email);
+    expect(inv.status).toBe(201);
+    expect((await s.request('POST', `/api/workspaces/${w.slug}/members`, { key: w.owner.key, body: { user_id: other.admin.id, role: 'member' } })).status).toBe(201);
+    expect((await s.request('POST', `/api/workspaces/${w.slug}/members`, { key: w.owner.key, body: { user_id: other.member.id, role: 'member' } })).status).toBe(201);
+    expect(await invite(other.member.email)).toMatchObject({ status: 409, body: { error: `${other.member.email} is already a member of this workspace (or has a pending membership of it).` } });
+    const r = await s.request('POST', '/api/invitations/accept', { key: other.admin.key, body: { token: inv.body.data?.token } });
+    expect(r).toMatchObject({
+      status: 409,
+      body: { error: `You already have a pending membership of this workspace: accept it with POST /api/workspaces/${w.slug}/members/${other.admin.id}/accept.` },
+    });
   });
 
   it('validates the accept body', async () => {
@@ -310,6 +342,35 @@ describe.each(STORE_KINDS)('invitations by e-mail on %s', (kind) => {
     const accepted = await s.request<Accepted>('POST', '/api/invitations/accept', { body: { token, name: 'Erin' } });
     expect(accepted.status).toBe(201);
     expect(accepted.body.data).toMatchObject({ role: 'admin', key: expect.stringMatching(/^svc_sk_/) });
+  });
+
+  const mailedToken = (email: string): string => {
+    const mail = smtp.received.filter((m) => m.to.includes(email)).at(-1);
+    return /svc_inv_[0-9a-f]{40}/.exec(parseMail(mail?.data ?? '').body)?.[0] ?? '';
+  };
+  const balanceOf = async (slug: string, key: string) => (await s.request<{ balance: number }>('GET', `/api/workspaces/${slug}/wallet`, { key })).body.data?.balance;
+
+  it('takes an e-mailed token as proof of the address: the new user may create a workspace, and it gets the starting credit', async () => {
+    const invited = await s.request('POST', `/api/workspaces/${w.slug}/invitations`, { key: w.admin.key, body: { email: 'ivy@example.com', role: 'member' } });
+    expect(invited.status).toBe(201);
+    const accepted = await s.request<Accepted>('POST', '/api/invitations/accept', { body: { token: mailedToken('ivy@example.com') } });
+    expect(accepted.status).toBe(201);
+    const key = accepted.body.data?.key ?? '';
+    const made = await s.request<{ slug: string }>('POST', '/api/workspaces', { key, body: { name: 'Ivy', slug: `ivy-${w.slug}` } });
+    expect(made.status).toBe(201);
+    expect(await balanceOf(`ivy-${w.slug}`, key)).toBe(500);
+  });
+
+  it('verifies an existing unverified user who redeems an e-mailed token with their own key', async () => {
+    // made from a token handed back in a response (before SMTP was configured): unverified
+    const user = await findOrCreateUser(s.deps, s.store.repos, `jo-${w.slug}@example.com`, 'Jo', false);
+    const { key } = await s.services.apiKeys.issue(s.store.repos, { userId: user.id, workspaceId: w.id, name: 'test', expiresInDays: 30 });
+    expect((await s.request('POST', '/api/workspaces', { key, body: { name: 'Jo', slug: `jo-${w.slug}` } })).status).toBe(403);
+    expect((await s.request('POST', `/api/workspaces/${w.slug}/invitations`, { key: w.admin.key, body: { email: user.email, role: 'member' } })).status).toBe(201);
+    const accepted = await s.request<Accepted>('POST', '/api/invitations/accept', { key, body: { token: mailedToken(user.email) } });
+    expect(accepted.status).toBe(201);
+    expect((await s.request('POST', '/api/workspaces', { key, body: { name: 'Jo', slug: `jo-${w.slug}` } })).status).toBe(201);
+    expect(await balanceOf(`jo-${w.slug}`, key)).toBe(500);
   });
 
   it('saves nothing and answers 502 when the SMTP server cannot be reached', async () => {

@@ -3,6 +3,7 @@
 // parallel, and checking that a refusal writes nothing (no workspace, member, wallet or credit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeProject, makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+import { addMember } from '../factories/members.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 const WORKSPACES = 3;
@@ -61,7 +62,10 @@ describe.each(STORE_KINDS)('per-user limits on %s', (kind) => {
     const made: string[] = [];
     for (let i = 0; i < WORKSPACES; i++) made.push((await createWorkspace(w.owner.key)).body.data?.slug ?? '');
     for (const ws of made) {
-      expect((await s.request('POST', `/api/workspaces/${ws}/members`, { key: w.owner.key, body: { user_id: accomplice.id, role: 'owner' } })).status).toBe(201);
+      const { added, accepted } = await addMember(s, ws, w.owner.key, accomplice, 'owner');
+      expect(added.status).toBe(201);
+      // the accomplice consents with their own key
+      expect(accepted?.status).toBe(200);
       expect((await s.request('DELETE', `/api/workspaces/${ws}/members/${w.owner.id}`, { key: w.owner.key })).status).toBe(200);
     }
     expect(await createWorkspace(w.owner.key)).toMatchObject({ status: 403, body: { error: workspaceLimit(WORKSPACES) } });
