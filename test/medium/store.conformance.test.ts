@@ -70,6 +70,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-28T000000-templates',
         '2026-11-29T000000-billing',
         '2026-11-30T000000-uptime',
+        '2026-12-01T000000-consent',
       ]);
     } finally {
       await again.close();
@@ -196,6 +197,25 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
     expect(await store.repos.members.countOwners(wid)).toBe(1);
     // joined at the same moment: by user id
     expect((await store.repos.members.list(wid)).map((m) => [m.user_id, m.role])).toEqual([[owner, 'owner'], [stranger, 'member']]);
+  });
+
+  it('gives a pending membership no access and no owner count until it is activated, once', async () => {
+    const owner = await user();
+    const invitee = await user();
+    const wid = await workspace(store.repos, owner);
+    await store.repos.members.add({ workspace_id: wid, user_id: invitee, role: 'owner', status: 'pending', joined_at: now });
+    expect(await store.repos.members.accessBySlug(wid, invitee)).toBeUndefined();
+    expect(await store.repos.members.access(wid, invitee)).toBeUndefined();
+    expect((await store.repos.workspaces.ofMember(invitee)).map((a) => a.workspace.id)).toEqual([]);
+    expect(await store.repos.members.countOwners(wid)).toBe(1);
+    expect(await store.repos.members.pendingBySlug(wid, invitee)).toMatchObject({ workspaceId: wid, member: { user_id: invitee, role: 'owner', status: 'pending' } });
+    expect(await store.repos.members.pendingBySlug(wid, owner)).toBeUndefined();
+    const later = new Date(Date.parse(now) + 1000).toISOString();
+    expect(await store.transaction((tx) => tx.members.activate(wid, invitee, later))).toBe(true);
+    expect(await store.transaction((tx) => tx.members.activate(wid, invitee, later))).toBe(false);
+    expect(await store.repos.members.accessBySlug(wid, invitee)).toMatchObject({ role: 'owner' });
+    expect(await store.repos.members.find(wid, invitee)).toMatchObject({ status: 'active', joined_at: later });
+    expect(await store.repos.members.countOwners(wid)).toBe(2);
   });
 
   it('sees a role change or a removal made in a transaction at once, though memberships are cached', async () => {
@@ -486,6 +506,29 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         // One URL names one connection: the store refuses a second row with the same webhook id.
         const dup = await sql`update git_connections set webhook_id = ${rows[0]?.webhook_id ?? ''} where project_id = 'p-b'`.execute(full.db).then(() => null, (e: unknown) => e);
         expect(isUniqueViolation(dup)).toBe(true);
+      } finally {
+        await full.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
+  it('takes users that predate address verification as verified, and memberships and invitations that predate consent as active and not e-mailed', async () => {
+    const old = await freshDatabase(kind);
+    try {
+      const partial = await createStore(old.url, { upTo: '2026-11-30T000000-uptime' });
+      await sql`insert into users (id, email, name, created_at) values ('u-old', 'old@example.com', 'Old', ${now})`.execute(partial.db);
+      await sql`insert into workspaces (id, name, slug, settings, created_at, updated_at) values ('w-old', 'Old', 'old', '{}', ${now}, ${now})`.execute(partial.db);
+      await sql`insert into members (workspace_id, user_id, role, joined_at) values ('w-old', 'u-old', 'owner', ${now})`.execute(partial.db);
+      await sql`insert into invitations (id, workspace_id, email, role, token_hash, status, invited_by, expires_at, created_at) values ('i-old', 'w-old', 'x@example.com', 'member', 'h', 'pending', 'u-old', ${now}, ${now})`.execute(partial.db);
+      await partial.close();
+      const full = await createStore(old.url);
+      try {
+        expect((await full.repos.users.byId('u-old'))?.verified_at).toBe(now);
+        expect(await full.repos.members.find('w-old', 'u-old')).toMatchObject({ role: 'owner', status: 'active' });
+        expect((await full.repos.members.access('w-old', 'u-old'))?.role).toBe('owner');
+        expect((await full.db.selectFrom('invitations').select('emailed').where('id', '=', 'i-old').executeTakeFirstOrThrow()).emailed).toBe(0);
       } finally {
         await full.close();
       }
