@@ -178,6 +178,28 @@ describe.each(STORE_KINDS)('bootstrap and admin create-user on %s', (kind) => {
     const got = await api<Workspace>(running, 'GET', '/api/workspaces/default', r.stdout.trim());
     expect(got.body.data).toMatchObject({ slug: 'default', role: 'owner' });
   });
+
+  it('admin verify-user lets a user made from a handed-back invitation token create a workspace, with the starting credit', async () => {
+    const inv = await api<{ token: string }>(running, 'POST', '/api/workspaces/default/invitations', key, { email: 'dan@example.com', role: 'member' });
+    expect(inv.status).toBe(201);
+    const accepted = await api<{ key: string }>(running, 'POST', '/api/invitations/accept', undefined, { token: inv.body.data?.token });
+    expect(accepted.status).toBe(201);
+    const danKey = accepted.body.data?.key ?? '';
+    const refused = await api(running, 'POST', '/api/workspaces', danKey, { name: 'Dan', slug: 'dan' });
+    expect(refused).toMatchObject({ status: 403, body: { error: expect.stringContaining('slipway admin verify-user --email dan@example.com') } });
+
+    const r = await runSlipway(['admin', 'verify-user', '--email', 'Dan@Example.com', ...storeArgs(db)]);
+    expect(r).toMatchObject({ code: 0, stdout: '' });
+    expect(r.stderr).toMatch(/^Verified user [0-9a-f-]{36} \(dan@example\.com\)\.\n$/);
+    // the running server sees it at once: the check reads the store, not a cache
+    expect((await api(running, 'POST', '/api/workspaces', danKey, { name: 'Dan', slug: 'dan' })).status).toBe(201);
+    expect((await api<{ balance: number }>(running, 'GET', '/api/workspaces/dan/wallet', danKey)).body.data?.balance).toBe(500);
+
+    const again = await runSlipway(['admin', 'verify-user', '--email', 'dan@example.com', ...storeArgs(db)]);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/^User [0-9a-f-]{36} \(dan@example\.com\) was already verified, at \d{4}-/);
+    expect(await runSlipway(['admin', 'verify-user', '--email', 'nobody@example.com', ...storeArgs(db)])).toMatchObject({ code: 2, stdout: '', stderr: 'slipway: There is no user with e-mail nobody@example.com.\n' });
+  });
 });
 
 describe('configuration errors', () => {
