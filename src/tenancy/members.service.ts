@@ -50,7 +50,8 @@ export class MemberService {
     return this.deps.store.transaction(async (tx) => {
       const { workspaceId, member } = await ownPending(tx, caller, slug, userId);
       await tx.members.lockWorkspace(workspaceId);
-      await tx.members.remove(workspaceId, userId);
+      // Guarded like `accept`: an acceptance or cancellation that committed first wins.
+      if (!(await tx.members.removePending(workspaceId, userId))) throw notFound('Workspace');
       return member;
     });
   }

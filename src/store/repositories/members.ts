@@ -99,6 +99,18 @@ export class MemberRepository extends Repository {
     return { workspaceId: workspace_id, member };
   }
 
+  /** Deletes `userId`'s pending membership; false when there is none (accepted, cancelled or declined meanwhile). */
+  async removePending(workspaceId: string, userId: string): Promise<boolean> {
+    const r = await this.db
+      .deleteFrom('members')
+      .where('workspace_id', '=', workspaceId)
+      .where('user_id', '=', userId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    this.cache.invalidate();
+    return Number(r.numDeletedRows) > 0;
+  }
+
   async setRole(workspaceId: string, userId: string, role: Role): Promise<void> {
     await this.db.updateTable('members').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute();
     this.cache.invalidate();
