@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findOrCreateUser } from '../../src/tenancy/users.js';
 import { makeUser, makeWorkspace, startTestServer, type TestServer } from '../factories/harness.js';
 import { addMember } from '../factories/members.js';
+import { billingWorker } from '../factories/billing.js';
+import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
 interface Member {
@@ -295,5 +297,30 @@ describe.each(STORE_KINDS)('free credit and workspaces through made-up users on 
     expect(accepted.body.data).toMatchObject({ user_id: inviter.id, role: 'owner', status: 'active' });
     expect((await s.request<{ role: string }>('GET', `/api/workspaces/${theirs.slug}`, { key: inviter.key })).body.data?.role).toBe('owner');
     expect(await owned(inviter.id)).toBe(2);
+  });
+});
+
+describe.each(STORE_KINDS)('pending owners and wallet notices on %s', (kind) => {
+  let smtp: Awaited<ReturnType<typeof startSmtp>>;
+  let s: TestServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    s = await startTestServer(kind, { mailer: await mailerFor(smtp.url()) });
+  });
+  afterAll(async () => {
+    await s.close();
+    await smtp.close();
+  });
+
+  it("mails a wallet notice to the active owners only, never to an owner who has not accepted", async () => {
+    const w = await makeWorkspace(s);
+    const stranger = await findOrCreateUser(s.deps, s.store.repos, `stranger-${w.slug}@example.com`);
+    expect((await s.request('POST', `/api/workspaces/${w.slug}/members`, { key: w.owner.key, body: { user_id: stranger.id, role: 'owner' } })).status).toBe(201);
+    // the starting credit (500) is below this threshold: the next check sends the "below" notice
+    expect((await s.request('PUT', `/api/workspaces/${w.slug}/wallet/alert-threshold`, { key: w.owner.key, body: { threshold: 600 } })).status).toBe(200);
+    await billingWorker(s).worker.checkWallet(w.id);
+    const to = (email: string) => smtp.received.filter((m) => m.to.includes(email)).map((m) => parseMail(m.data).subject);
+    expect(to(w.owner.email)).toEqual([`Slipway: the wallet of ${w.slug} is below its alert threshold`]);
+    expect(to(stranger.email)).toEqual([]);
   });
 });
