@@ -83,7 +83,12 @@ export interface UsageView {
 /** What a webhook delivery did: the route answers 200 for all of them (a gateway retries anything else). */
 export type WebhookOutcome = 'credited' | 'failed' | 'ignored' | 'duplicate' | 'mismatch' | 'unknown' | 'settled';
 
-const TOPUP_HINT = 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
+/** How credit comes on this installation: the first top-up path that has a gateway, or the operator when none has. */
+function topupHint(gateways: Deps['gateways']): string {
+  if (gateways?.gatewaya !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
+  if (gateways?.gatewayb !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewayb {"amount": 1000} (an owner or admin)';
+  return 'this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit)';
+}
 
 /**
  * The wallet of a workspace (docs/billing.md): its balance and ledger, usage, top-ups through the
@@ -124,7 +129,7 @@ export class WalletService {
   /** Paid work (deploys, databases) needs a positive available balance: 402 otherwise. */
   async requireFunds(workspaceId: string): Promise<void> {
     if ((await this.availableMicros(workspaceId)) <= 0) {
-      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${TOPUP_HINT}, then try again.`);
+      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${topupHint(this.deps.gateways)}, then try again.`);
     }
   }
 

@@ -275,6 +275,15 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       expect(tx.body.data?.transactions.map((t) => t.type)).toEqual(['adjustment']);
     });
 
+    it('points a 402 at the operator, not at a top-up path that is off', async () => {
+      const empty = await makeWorkspace(s);
+      const m = await money(s, empty.id);
+      await s.store.transaction((tx) => tx.wallets.post({ id: s.deps.ids.id(), workspaceId: empty.id, type: 'adjustment', amountMicros: -m.balance, description: 'test: drained', reference: null, at: s.clock.now().toISOString() }));
+      const r = await s.request('POST', `/api/workspaces/${empty.slug}/databases`, { key: empty.member.key, body: { name: 'cache', type: 'redis' } });
+      expect(r.status).toBe(402);
+      expect(r.body.error).toBe('The workspace wallet has no credit left; this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit), then try again.');
+    });
+
     it('answers 503 to a webhook delivery for a path with no gateway', async () => {
       const r = await s.request('POST', '/api/webhooks/payments/gatewayb', { raw: '{"event":"charge.success","data":{"reference":"x"}}', headers: { 'content-type': 'application/json', 'x-paystack-signature': 'ab' } });
       expect(r.status).toBe(503);
@@ -362,6 +371,13 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       const r = await s.request('POST', `/api/workspaces/${w.slug}/wallet/topup/${gateway}`, { key: w.admin.key, body: { amount } });
       expect(r.status, r.text).toBe(200);
       expect((await money(s, w.id)).balance - before).toBe(minor * 10_000);
+    });
+
+    it.each([[{ threshold: 0.999999999 }], [{ threshold: 10.5 }], [{ threshold: 1e21 }], [{ threshold: -1 }], [{ threshold: '100' }]])('refuses the alert threshold %j with 400: whole minor units only', async (body) => {
+      const r = await s.request('PUT', `/api/workspaces/${w.slug}/wallet/alert-threshold`, { key: w.admin.key, body });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatch(/threshold/);
+      expect((await s.request<Wallet>('GET', `/api/workspaces/${w.slug}/wallet`, { key: w.member.key })).body.data?.alert_threshold).toBe(0);
     });
 
     it.each([[{}], [{ amount: -5 }], [{ amount: '10' }], [{ amount: 10, extra: 1 }]])('refuses the body %j with 400', async (body) => {
