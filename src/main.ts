@@ -126,7 +126,7 @@ withSettings(
       amount: String(opts['amount']),
       reason: typeof opts['reason'] === 'string' ? opts['reason'] : undefined,
     });
-    process.stdout.write(`${line}\n`);
+    process.stderr.write(`${line}\n`);
   } catch (err) {
     fail(err);
   }

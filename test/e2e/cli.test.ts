@@ -243,15 +243,15 @@ describe.each(STORE_KINDS)('payments on %s: the gateways off by default, the san
     const { proc, base } = await serve(db);
     const before = (await balance(base)) ?? NaN;
     const r = await runSlipway(['admin', 'grant-credit', '--workspace', 'default', '--amount', '12.50', '--reason', 'support ticket 42', ...storeArgs(db)]);
-    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('');
     expect(r.code).toBe(0);
     const after = before + 1250;
     const fmt = (minor: number) => `${Math.floor(minor / 100).toString()}.${(minor % 100).toString().padStart(2, '0')}`;
-    expect(r.stdout).toMatch(new RegExp(`^Granted 12\\.50 USD to workspace default: its balance is now ${fmt(after).replace('.', '\\.')} USD \\(ledger row [0-9a-f-]{36}, type grant, \\d{4}-\\d\\d-\\d\\dT[^)]+\\)\\.\\n$`));
+    expect(r.stderr).toMatch(new RegExp(`^Granted 12\\.50 USD to workspace default: its balance is now ${fmt(after).replace('.', '\\.')} USD \\(ledger row [0-9a-f-]{36}, type grant, \\d{4}-\\d\\d-\\d\\dT[^)]+\\)\\.\\n$`));
     expect(await balance(base)).toBe(after);
     const tx = await api<{ transactions: { id: string; type: string; amount: number; balance_after: number; description: string }[] }>(base, 'GET', '/api/workspaces/default/wallet/transactions', key);
     expect(tx.body.data?.transactions[0]).toMatchObject({ type: 'grant', amount: 1250, balance_after: after, description: 'Credit granted by the operator: support ticket 42' });
-    expect(r.stdout).toContain(tx.body.data?.transactions[0]?.id ?? 'missing');
+    expect(r.stderr).toContain(tx.body.data?.transactions[0]?.id ?? 'missing');
     // the sandbox stays off on this server: the grant is the only way credit came
     expect((await api(base, 'POST', '/api/workspaces/default/wallet/topup/gatewayb', key, { amount: 1000 })).status).toBe(503);
     await proc.stop('SIGTERM');
