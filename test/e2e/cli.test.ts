@@ -204,7 +204,7 @@ describe.each(STORE_KINDS)('payments on %s: the gateways off by default, the san
   const sandboxWarnings = (stdout: string) => logLines(stdout).filter((l) => l.msg.startsWith('payments sandbox is on'));
   const balance = async (base: string) => (await api<{ balance: number }>(base, 'GET', '/api/workspaces/default/wallet', key)).body.data?.balance;
 
-  it('by default both top-up paths answer 503 naming the settings, credit nothing, and no sandbox is announced', async () => {
+  it('by default both top-up paths answer 503 naming the settings, credit nothing, and no sandbox is announced', { timeout: 90_000 }, async () => {
     const { proc, base } = await serve(db);
     key = await waitFor('the bootstrap key on stdout', () => keysIn(proc.stdout())[0], proc);
     const a = await api(base, 'POST', '/api/workspaces/default/wallet/topup/gatewaya', key, { amount: 10_000 });
@@ -220,7 +220,7 @@ describe.each(STORE_KINDS)('payments on %s: the gateways off by default, the san
     expect(sandboxWarnings(proc.stdout())).toEqual([]);
   });
 
-  it('with --payments sandbox every start logs one warning and the sandbox credits at once', async () => {
+  it('with --payments sandbox every start logs one warning and the sandbox credits at once', { timeout: 90_000 }, async () => {
     for (const turnOn of [['--payments', 'sandbox'], []]) {
       const port = await freePort();
       const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, ...storeArgs(db), ...turnOn], turnOn.length === 0 ? { SLIPWAY_PAYMENTS: 'sandbox' } : {});
@@ -239,7 +239,7 @@ describe.each(STORE_KINDS)('payments on %s: the gateways off by default, the san
     }
   });
 
-  it('admin grant-credit, run next to the server, credits the wallet with one ledger row of type grant and says so', async () => {
+  it('admin grant-credit, run next to the server, credits the wallet with one ledger row of type grant and says so', { timeout: 90_000 }, async () => {
     const { proc, base } = await serve(db);
     const before = (await balance(base)) ?? NaN;
     const r = await runSlipway(['admin', 'grant-credit', '--workspace', 'default', '--amount', '12.50', '--reason', 'support ticket 42', ...storeArgs(db)]);
