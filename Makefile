@@ -7,6 +7,9 @@ SOURCES := $(shell find src -name '*.ts' ! -name '*.test.ts')
 # `make run` publishes examples/hello here; Slipway clones `examples/hello` from it.
 EXAMPLE_GIT_ROOT := $(CURDIR)/data/git
 SLIPWAY_GIT_BASE_URL ?= file://$(EXAMPLE_GIT_ROOT)
+# The quick start's wallets are topped up through the payments sandbox (free credit, docs/billing.md#sandbox);
+# `SLIPWAY_PAYMENTS=off make run` keeps it off.
+SLIPWAY_PAYMENTS ?= sandbox
 # What `make run` needs besides Docker (scripts/ensure-docker.sh): command:Debian package.
 RUN_NEEDS := git:git nginx:nginx-light
 
@@ -30,13 +33,15 @@ $(BUILD_STAMP): $(NODE_MODULES_STAMP) tsconfig.json tsconfig.build.json $(SOURCE
 	@touch $(BUILD_STAMP)
 
 ## Start Slipway on the embedded default (SQLite in ./data, local Docker, nginx router) with examples/hello
-## published for the README's quick start; prints the bootstrap key on first start.
+## published for the README's quick start, and the payments sandbox on (free credit: never for paying tenants);
+## prints the bootstrap key on first start.
 run: run-system $(BUILD_STAMP)
 	@bash scripts/ensure-example-image.sh
 	@# the database images for hosts without a registry: in the background, so that the first start stays quick
 	@mkdir -p data && (setsid bash scripts/ensure-db-images.sh > data/db-images.log 2>&1 &) && echo "make run: database images: scripts/ensure-db-images.sh in the background (log: data/db-images.log)" >&2
 	@bash scripts/prepare-example.sh "$(EXAMPLE_GIT_ROOT)"
-	./bin/slipway serve --git-base-url "$(SLIPWAY_GIT_BASE_URL)"
+	@[ "$(SLIPWAY_PAYMENTS)" != sandbox ] || echo "make run: --payments sandbox: top-ups are credited at once WITHOUT ANY PAYMENT (for the quick start; SLIPWAY_PAYMENTS=off make run keeps it off)" >&2
+	./bin/slipway serve --git-base-url "$(SLIPWAY_GIT_BASE_URL)" --payments "$(SLIPWAY_PAYMENTS)"
 
 # git and nginx (installed with apt-get as root on Debian/Ubuntu, else what to install is printed),
 # then a Docker Engine that answers (scripts/ensure-docker.sh installs and starts it the same way).

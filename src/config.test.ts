@@ -14,6 +14,13 @@ describe('resolveConfig', () => {
     expect(c.rateLimit).toEqual({ rate: 20, burst: 100 });
   });
 
+  it('keeps the payments sandbox off unless the operator turns it on, and refuses other values (issue 26 item 4)', () => {
+    expect(resolveConfig({}, {}, '/srv').payments).toBe('off');
+    expect(resolveConfig({ payments: 'sandbox' }, {}, '/srv').payments).toBe('sandbox');
+    expect(resolveConfig({}, { SLIPWAY_PAYMENTS: 'sandbox' }, '/srv').payments).toBe('sandbox');
+    expect(() => resolveConfig({ payments: 'free' }, {}, '/srv')).toThrow('--payments must be one of off, sandbox (got "free").');
+  });
+
   it('takes flags over SLIPWAY_* variables over defaults', () => {
     const c = resolveConfig({ listen: '127.0.0.1:4000' }, { SLIPWAY_LISTEN: ':5000', SLIPWAY_APPS_DOMAIN: 'apps.example.com' }, '/srv');
     expect(c.listen).toEqual({ host: '127.0.0.1', port: 4000 });

@@ -35,7 +35,9 @@ export interface Config {
   billing: BillingPolicy;
   notifyAllowPrivate: boolean;
   uptime: { failures: number; successes: number };
-  /** the gateway behind each top-up path; null: the sandbox */
+  /** off: a top-up path without keys answers 503; sandbox: it confirms at once, without payment (docs/billing.md#sandbox) */
+  payments: 'off' | 'sandbox';
+  /** the gateway behind each top-up path; null: none (503, or the sandbox with `payments: 'sandbox'`) */
   stripe: { secretKey: string; webhookSecret: string; apiUrl: string } | null;
   paystack: { secretKey: string; apiUrl: string } | null;
   /** proxies whose X-Forwarded-For names the client (for per-address limits and logs) */
@@ -177,10 +179,11 @@ export const SETTINGS = [
   { flag: 'billing-grace', env: 'SLIPWAY_BILLING_GRACE', def: '86400', help: 'seconds a workspace\'s running work goes on once its wallet is empty (its owners are warned); then it is stopped and marked suspended until a top-up' },
   { flag: 'topup-min', env: 'SLIPWAY_TOPUP_MIN', def: '100', help: 'smallest top-up, in minor units of --currency (100 = 1.00)' },
   { flag: 'topup-max', env: 'SLIPWAY_TOPUP_MAX', def: '1000000', help: 'largest top-up, in minor units (1000000 = 10,000.00)' },
-  { flag: 'stripe-secret-key', env: 'SLIPWAY_STRIPE_SECRET_KEY', def: '', help: 'Stripe secret key (sk_…): top-ups through gatewaya become Stripe Checkout Sessions; empty: gatewaya is the sandbox, which confirms at once. Give it in the environment (never logged)' },
+  { flag: 'payments', env: 'SLIPWAY_PAYMENTS', def: 'off', help: 'off: top-ups go only through the gateways given keys (--stripe-*, --paystack-*), a path without keys answers 503; sandbox: every path without keys confirms at once and credits the wallet WITHOUT ANY PAYMENT (development and demos with trusted tenants only: any workspace owner or admin can give themselves credit; every start logs a warning; `make run` turns it on). To credit a wallet by hand, use `slipway admin grant-credit`' },
+  { flag: 'stripe-secret-key', env: 'SLIPWAY_STRIPE_SECRET_KEY', def: '', help: 'Stripe secret key (sk_…): top-ups through gatewaya become Stripe Checkout Sessions; empty: gatewaya is off (503), or the sandbox with --payments sandbox. Give it in the environment (never logged)' },
   { flag: 'stripe-webhook-secret', env: 'SLIPWAY_STRIPE_WEBHOOK_SECRET', def: '', help: 'signing secret (whsec_…) of the Stripe webhook endpoint POST /api/webhooks/payments/gatewaya (needed with --stripe-secret-key)' },
   { flag: 'stripe-api-url', env: 'SLIPWAY_STRIPE_API_URL', def: 'https://api.stripe.com', help: 'where Stripe\'s API is reached' },
-  { flag: 'paystack-secret-key', env: 'SLIPWAY_PAYSTACK_SECRET_KEY', def: '', help: 'Paystack secret key (sk_…): top-ups through gatewayb become Paystack transactions, whose webhooks (POST /api/webhooks/payments/gatewayb) are signed with this key; empty: gatewayb is the sandbox. Give it in the environment (never logged)' },
+  { flag: 'paystack-secret-key', env: 'SLIPWAY_PAYSTACK_SECRET_KEY', def: '', help: 'Paystack secret key (sk_…): top-ups through gatewayb become Paystack transactions, whose webhooks (POST /api/webhooks/payments/gatewayb) are signed with this key; empty: gatewayb is off (503), or the sandbox with --payments sandbox. Give it in the environment (never logged)' },
   { flag: 'paystack-api-url', env: 'SLIPWAY_PAYSTACK_API_URL', def: 'https://api.paystack.co', help: 'where Paystack\'s API is reached' },
   { flag: 'notify-allow-private', env: 'SLIPWAY_NOTIFY_ALLOW_PRIVATE', def: 'no', help: 'yes: uptime chat webhooks may target loopback, link-local and private addresses (a chat server on your own network); no: such targets are refused, when saved and again at send time after DNS resolution' },
   { flag: 'uptime-failures', env: 'SLIPWAY_UPTIME_FAILURES', def: '2', help: 'consecutive failed checks before a monitor is down and notifies (the second is a re-check two seconds after the first)' },
@@ -434,6 +437,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     billing: billing(),
     notifyAllowPrivate: oneOf('notify-allow-private', ['yes', 'no'] as const) === 'yes',
     uptime: { failures: wholeNumber('uptime-failures', 1, 10), successes: wholeNumber('uptime-successes', 1, 10) },
+    payments: oneOf('payments', ['off', 'sandbox'] as const),
     stripe: stripe(),
     paystack: paystack(),
     trustProxy: raw('trust-proxy').split(',').map((x) => x.trim()).filter((x) => x !== ''),

@@ -2,6 +2,7 @@ import { Catalog, CatalogError, SHIPPED_CATALOG } from './templates/catalog.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from './build/index.js';
 import { PaystackGateway } from './billing/gateways/paystack.js';
+import { paymentGateways } from './billing/gateways/sandbox.js';
 import { StripeGateway } from './billing/gateways/stripe.js';
 import type { Config } from './config.js';
 import type { Deps } from './deps.js';
@@ -66,12 +67,15 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
   };
 }
 
-/** The payment gateway of each top-up path that has keys configured; the others are the sandbox. */
+/** The payment gateway of each top-up path that has keys configured; the others are off, or the sandbox with `--payments sandbox`. */
 function gateways(config: Config): Deps['gateways'] {
-  return {
-    ...(config.stripe === null ? {} : { gatewaya: new StripeGateway({ name: 'gatewaya', ...config.stripe }) }),
-    ...(config.paystack === null ? {} : { gatewayb: new PaystackGateway({ name: 'gatewayb', ...config.paystack }) }),
-  };
+  return paymentGateways(
+    {
+      ...(config.stripe === null ? {} : { gatewaya: new StripeGateway({ name: 'gatewaya', ...config.stripe }) }),
+      ...(config.paystack === null ? {} : { gatewayb: new PaystackGateway({ name: 'gatewayb', ...config.paystack }) }),
+    },
+    config.payments,
+  );
 }
 
 /** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */

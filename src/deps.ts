@@ -72,6 +72,6 @@ export interface Deps {
   mailer?: Mailer | undefined;
   /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
   github?: GitHubIntegration | undefined;
-  /** the payment gateway of each top-up path (`--stripe-*`, `--paystack-*`); absent: the sandbox, which confirms at once */
+  /** the payment gateway of each top-up path (`--stripe-*`, `--paystack-*`, or the sandbox with `--payments sandbox`); absent: that path answers 503 */
   gateways?: Partial<Record<GatewayName, PaymentGateway>> | undefined;
 }

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { createUser, CliError, verifyUser } from './cli/admin.js';
+import { createUser, CliError, grantCredit, verifyUser } from './cli/admin.js';
 import { linkInstallation } from './cli/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './config.js';
 import { StartError } from './create-deps.js';
@@ -121,6 +121,27 @@ withSettings(
     const config = resolveConfig(rawSettings(opts), process.env);
     const r = await linkInstallation(config, { workspace: String(opts['workspace']), installationId: String(opts['installationId']) });
     process.stderr.write(`Linked GitHub App installation ${String(r.installationId)} (account ${r.accountLogin}) to workspace ${r.workspace}.\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
+withSettings(
+  admin
+    .command('grant-credit')
+    .description("credit a workspace's wallet without a payment: one ledger row of type grant, with the reason (the audited way to give credit; docs/billing.md#grants)")
+    .requiredOption('--workspace <slug>', 'workspace whose wallet is credited')
+    .requiredOption('--amount <amount>', "major units of the wallet's currency, at most its minor-unit decimals: 25 or 12.50 (USD)")
+    .option('--reason <text>', 'why, kept in the ledger row the workspace sees (one line)'),
+).action(async (opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const line = await grantCredit(config, {
+      workspace: String(opts['workspace']),
+      amount: String(opts['amount']),
+      reason: typeof opts['reason'] === 'string' ? opts['reason'] : undefined,
+    });
+    process.stderr.write(`${line}\n`);
   } catch (err) {
     fail(err);
   }

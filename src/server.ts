@@ -1,4 +1,5 @@
 import { allWork, BillingWorker } from './billing/worker.js';
+import { sandboxPaths } from './billing/gateways/sandbox.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from './uptime/checker.js';
 import { UptimeNotifier } from './uptime/notifier.js';
 import { CrashAlerts } from './uptime/crash-alerts.js';
@@ -217,6 +218,19 @@ async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
   return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool }), await instanceId(deps.store), deps);
 }
 
+/**
+ * `--payments sandbox`: one warning line at every start, naming the top-up paths that credit
+ * without payment (docs/billing.md#sandbox), so it is never on unnoticed.
+ */
+function warnIfSandbox(deps: Deps, log: FastifyBaseLogger): void {
+  const paths = sandboxPaths(deps.gateways);
+  if (paths.length === 0) return;
+  log.warn(
+    { payments: 'sandbox', gateways: paths },
+    `payments sandbox is on (--payments sandbox): top-ups through ${paths.join(' and ')} are credited at once WITHOUT ANY PAYMENT, so any workspace owner or admin can give their wallet free credit; turn it off on an installation whose tenants are not all trusted`,
+  );
+}
+
 /** How often pending custom domains are checked again in the background. */
 const DOMAIN_VERIFY_EVERY_MS = 60_000;
 /** How often log retention and the per-project size cap are enforced (docs/logs.md#retention). */
@@ -243,6 +257,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       liveLogs,
       llm: config.llm,
     });
+    warnIfSandbox(deps, app.log);
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
     // is created, or it would never be shown.

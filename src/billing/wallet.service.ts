@@ -1,11 +1,10 @@
 import { iso } from '../domain/clock.js';
 import { AppError, invalid } from '../domain/errors.js';
-import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorPerMajor, Q_PER_MICRO, rateQ } from '../domain/money.js';
+import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../domain/money.js';
 import type { Deps } from '../deps.js';
 import type { LedgerRow, PaymentRow, Usage, Wallet } from '../store/repositories/index.js';
 import type { Access } from '../tenancy/context.js';
-import { GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
-import { SandboxGateway } from './gateways/sandbox.js';
+import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
 import { billingPolicy } from './policy.js';
 
@@ -84,7 +83,12 @@ export interface UsageView {
 /** What a webhook delivery did: the route answers 200 for all of them (a gateway retries anything else). */
 export type WebhookOutcome = 'credited' | 'failed' | 'ignored' | 'duplicate' | 'mismatch' | 'unknown' | 'settled';
 
-const TOPUP_HINT = 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
+/** How credit comes on this installation: the first top-up path that has a gateway, or the operator when none has. */
+function topupHint(gateways: Deps['gateways']): string {
+  if (gateways?.gatewaya !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
+  if (gateways?.gatewayb !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewayb {"amount": 1000} (an owner or admin)';
+  return 'this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit)';
+}
 
 /**
  * The wallet of a workspace (docs/billing.md): its balance and ledger, usage, top-ups through the
@@ -92,18 +96,19 @@ const TOPUP_HINT = 'top it up with POST /api/workspaces/:slug/wallet/topup/gatew
  * ledger row (WalletRepository.post).
  */
 export class WalletService {
-  private readonly sandbox = new Map<GatewayName, PaymentGateway>();
   /** told when a credit may have brought a workspace back above 0 (the billing worker resumes its work) */
   onCredited: (workspaceId: string) => void = () => undefined;
 
   constructor(private readonly deps: Deps) {}
 
+  /** The provider of a top-up path; 503 naming the settings when the operator configured none (and the sandbox is off). */
   gateway(name: GatewayName): PaymentGateway {
     const configured = this.deps.gateways?.[name];
     if (configured !== undefined) return configured;
-    let sandbox = this.sandbox.get(name);
-    if (sandbox === undefined) this.sandbox.set(name, (sandbox = new SandboxGateway({ name })));
-    return sandbox;
+    throw new AppError(
+      'UNAVAILABLE',
+      `Top-ups through ${name} are not available on this installation: its operator has configured no payment gateway for it (${GATEWAY_SETTINGS[name]}) and has not turned on the sandbox (--payments sandbox).`,
+    );
   }
 
   async get(access: Access): Promise<WalletView> {
@@ -124,7 +129,7 @@ export class WalletService {
   /** Paid work (deploys, databases) needs a positive available balance: 402 otherwise. */
   async requireFunds(workspaceId: string): Promise<void> {
     if ((await this.availableMicros(workspaceId)) <= 0) {
-      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${TOPUP_HINT}, then try again.`);
+      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${topupHint(this.deps.gateways)}, then try again.`);
     }
   }
 
@@ -175,31 +180,34 @@ export class WalletService {
 
   /**
    * A top-up through `gateway`: a pending payment at the gateway, answered with its checkout URL
-   * (the sandbox confirms at once and credits in the same call). `amount` is in major units for
-   * gatewaya, in minor units for gatewayb.
+   * (the sandbox, when the operator turned it on, confirms at once and credits in the same call).
+   * `amount` is in major units for gatewaya, in minor units for gatewayb, with no more decimals
+   * than that (checked exactly).
    */
   async topup(access: Access, gatewayName: GatewayName, input: { amount: number; currency?: string | undefined }): Promise<TopupView> {
+    // Off (no keys, no sandbox): refused before anything is checked or written.
+    const gateway = this.gateway(gatewayName);
     const wallet = await this.wallet(access.workspace.id);
     const currency = (input.currency ?? wallet.currency).toUpperCase();
     if (!isCurrency(currency)) throw invalid(`currency: "${input.currency ?? ''}" is not an ISO 4217 currency code; this wallet holds ${wallet.currency}.`);
     if (currency !== wallet.currency) throw invalid(`currency: this wallet holds ${wallet.currency}; top it up in ${wallet.currency}, not ${currency}.`);
+    const digits = minorDigits(currency);
     const perMajor = minorPerMajor(currency);
-    let amountMinor: number;
-    if (gatewayName === 'gatewaya') {
-      amountMinor = Math.round(input.amount * perMajor);
-      if (Math.abs(amountMinor - input.amount * perMajor) > 1e-6) {
-        throw invalid(`amount: gatewaya takes major units of ${currency} with at most ${Math.log10(perMajor).toString()} decimals (10 = 10.00 ${currency}); got ${input.amount.toString()}.`);
-      }
-    } else {
-      if (!Number.isInteger(input.amount)) throw invalid(`amount: gatewayb takes a whole number of minor units of ${currency} (1000 = ${(1000 / perMajor).toFixed(Math.log10(perMajor))} ${currency}); got ${input.amount.toString()}.`);
-      amountMinor = input.amount;
+    // Exactly, with no floating-point rounding: 0.999999999 is refused, never credited as 1.00.
+    const scaled = scaledNumber(input.amount, gatewayName === 'gatewaya' ? digits : 0);
+    if (scaled === null) {
+      throw invalid(
+        gatewayName === 'gatewaya'
+          ? `amount: gatewaya takes major units of ${currency} with at most ${digits.toString()} decimals (10 = 10.00 ${currency}); got ${input.amount.toString()}.`
+          : `amount: gatewayb takes a whole number of minor units of ${currency} (1000 = ${(1000 / perMajor).toFixed(digits)} ${currency}); got ${input.amount.toString()}.`,
+      );
     }
     const { topupMin, topupMax } = billingPolicy(this.deps.platform);
-    if (amountMinor < topupMin || amountMinor > topupMax) {
+    if (scaled < BigInt(topupMin) || scaled > BigInt(topupMax)) {
       const range = gatewayName === 'gatewaya' ? `${(topupMin / perMajor).toString()} to ${(topupMax / perMajor).toString()} (major units)` : `${topupMin.toString()} to ${topupMax.toString()} (minor units)`;
       throw invalid(`amount: a top-up through ${gatewayName} is ${range} ${currency}; got ${input.amount.toString()}.`);
     }
-    const gateway = this.gateway(gatewayName);
+    const amountMinor = Number(scaled);
     const now = iso(this.deps.clock.now());
     const payment: PaymentRow = {
       id: this.deps.ids.id(),

@@ -6,6 +6,7 @@ import { createStore } from '../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../tenancy/api-keys.service.js';
 import { createNewUser, normalizeEmail } from '../tenancy/users.js';
 import { isUniqueViolation } from '../store/dialects.js';
+import { formatMinor, grantCredit as grant, GrantError } from '../billing/grants.js';
 
 export class CliError extends Error {}
 
@@ -61,6 +62,24 @@ export async function verifyUser(config: Config, input: { email: string }): Prom
       await tx.users.verify(user.id, at);
       return { userId: user.id, email, verifiedAt: at, already: false };
     });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `slipway admin grant-credit`: the operator credits a workspace's wallet without a payment, on
+ * the store directly (the server may be running; its billing worker sees the new balance at its
+ * next pass). One ledger row of type `grant`, written with the balance change; returns the line
+ * that says what was done.
+ */
+export async function grantCredit(config: Config, input: { workspace: string; amount: string; reason?: string | undefined }): Promise<string> {
+  const store = await createStore(config.databaseUrl, { readConnection: false });
+  try {
+    const g = await grant({ store, ...systemSources() }, input).catch((err: unknown) => {
+      throw err instanceof GrantError ? new CliError(err.message) : err;
+    });
+    return `Granted ${formatMinor(g.amount, g.currency)} ${g.currency} to workspace ${g.workspace}: its balance is now ${formatMinor(g.balance, g.currency)} ${g.currency} (ledger row ${g.transactionId}, type grant, ${g.at}).`;
   } finally {
     await store.close();
   }

@@ -46,6 +46,38 @@ export function decimalToNanos(text: string): bigint | null {
   return BigInt(m[1] ?? '0') * 1_000_000_000n + BigInt((m[2] ?? '').padEnd(9, '0'));
 }
 
+/**
+ * A decimal written as text ("12.50", "1e-7", "1.5e+3"), times 10^`decimals`, exactly: null when
+ * that is not a whole number (more decimals than `decimals`, trailing zeros aside) or the text is
+ * not a plain decimal. No floating point is involved.
+ */
+export function scaledDecimal(text: string, decimals: number): bigint | null {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d{1,4}))?$/.exec(text);
+  if (m === null) return null;
+  const fraction = m[3] ?? '';
+  const digits = (m[2] ?? '') + fraction;
+  // text = digits × 10^(exponent − fraction's length)
+  const shift = Number(m[4] ?? '0') - fraction.length + decimals;
+  let n: bigint;
+  if (shift >= 0) {
+    n = BigInt(digits) * 10n ** BigInt(shift);
+  } else {
+    const keep = digits.length + shift;
+    if (/[^0]/.test(digits.slice(Math.max(0, keep)))) return null;
+    n = keep <= 0 ? 0n : BigInt(digits.slice(0, keep));
+  }
+  return m[1] === '-' ? -n : n;
+}
+
+/**
+ * A JSON number times 10^`decimals`, exactly, or null (see scaledDecimal). The number is read in
+ * its shortest exact decimal form (what `String()` gives, the digits that name this double and no
+ * other), so 0.999999999, 1e-7 or 1.005 keep every decimal they were written with; only digits
+ * past a double's precision (beyond 15 significant digits) were already gone when the JSON was
+ * parsed.
+ */
+export const scaledNumber = (value: number, decimals: number): bigint | null => (Number.isFinite(value) ? scaledDecimal(String(value), decimals) : null);
+
 /** "0.5" (vCPU or GiB with at most three decimals) → 500 thousandths */
 export const thousandths = (text: string): number => Math.round(Number(text) * 1000);
 

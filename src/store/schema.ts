@@ -254,7 +254,8 @@ export interface WalletsTable {
   updated_at: string;
 }
 
-export type TransactionType = 'topup' | 'usage' | 'refund' | 'adjustment';
+/** grant: credit the operator granted (`slipway admin grant-credit`), apart from payments */
+export type TransactionType = 'topup' | 'usage' | 'refund' | 'adjustment' | 'grant';
 
 export interface WalletTransactionsTable {
   id: string;

@@ -1,4 +1,5 @@
 // Issue 14: metering, the ledger, the wallet routes, top-ups (sandbox), 402, alerts, suspension
+// (issue 26: the gateways off by default with 503, the sandbox only when turned on, exact decimals)
 // and resumption, through the real API on both stores. Resources "run" as the store says (a
 // running deployment, a running database row): the engine is not needed to meter them. The real
 // engine's side is test/e2e/billing-engine.test.ts; the real gateways' is billing-gateways.test.ts.
@@ -247,11 +248,54 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
     });
   });
 
-  describe('top-ups through the sandbox gateway', () => {
+  describe('top-ups with no gateway configured and the sandbox off (the default)', () => {
     let s: TestServer;
     let w: TestWorkspace;
     beforeAll(async () => {
       s = await startTestServer(kind);
+      w = await makeWorkspace(s);
+    });
+    afterAll(async () => s.close());
+
+    it.each([
+      ['gatewaya', { amount: 10_000 }, '--stripe-secret-key with --stripe-webhook-secret (Stripe)'],
+      ['gatewayb', { amount: 1_000_000 }, '--paystack-secret-key (Paystack)'],
+    ])('%s answers 503 naming the settings to configure, and credits nothing', async (gateway, body, settings) => {
+      for (const key of [w.owner.key, w.admin.key]) {
+        const r = await s.request('POST', `/api/workspaces/${w.slug}/wallet/topup/${gateway}`, { key, body });
+        expect(r.status).toBe(503);
+        expect(r.body).toEqual({
+          success: false,
+          error: `Top-ups through ${gateway} are not available on this installation: its operator has configured no payment gateway for it (${settings}) and has not turned on the sandbox (--payments sandbox).`,
+        });
+      }
+      expect(await s.store.db.selectFrom('payments').select('id').where('workspace_id', '=', w.id).execute()).toEqual([]);
+      expect((await s.request<Wallet>('GET', `/api/workspaces/${w.slug}/wallet`, { key: w.member.key })).body.data?.balance).toBe(500);
+      const tx = await s.request<{ transactions: Transaction[] }>('GET', `/api/workspaces/${w.slug}/wallet/transactions`, { key: w.owner.key });
+      expect(tx.body.data?.transactions.map((t) => t.type)).toEqual(['adjustment']);
+    });
+
+    it('points a 402 at the operator, not at a top-up path that is off', async () => {
+      const empty = await makeWorkspace(s);
+      const m = await money(s, empty.id);
+      await s.store.transaction((tx) => tx.wallets.post({ id: s.deps.ids.id(), workspaceId: empty.id, type: 'adjustment', amountMicros: -m.balance, description: 'test: drained', reference: null, at: s.clock.now().toISOString() }));
+      const r = await s.request('POST', `/api/workspaces/${empty.slug}/databases`, { key: empty.member.key, body: { name: 'cache', type: 'redis' } });
+      expect(r.status).toBe(402);
+      expect(r.body.error).toBe('The workspace wallet has no credit left; this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit), then try again.');
+    });
+
+    it('answers 503 to a webhook delivery for a path with no gateway', async () => {
+      const r = await s.request('POST', '/api/webhooks/payments/gatewayb', { raw: '{"event":"charge.success","data":{"reference":"x"}}', headers: { 'content-type': 'application/json', 'x-paystack-signature': 'ab' } });
+      expect(r.status).toBe(503);
+      expect(r.body.error).toMatch(/^Top-ups through gatewayb are not available on this installation/);
+    });
+  });
+
+  describe('top-ups through the sandbox gateway (--payments sandbox)', () => {
+    let s: TestServer;
+    let w: TestWorkspace;
+    beforeAll(async () => {
+      s = await startTestServer(kind, { payments: 'sandbox' });
       w = await makeWorkspace(s);
       billingWorker(s);
     });
@@ -281,6 +325,17 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       ['gatewaya', { amount: 0.5 }, 'amount: a top-up through gatewaya is 1 to 10000 (major units) USD; got 0.5.'],
       ['gatewaya', { amount: 10_001 }, 'amount: a top-up through gatewaya is 1 to 10000 (major units) USD; got 10001.'],
       ['gatewaya', { amount: 10.005 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 10.005.'],
+      // issue 26 item 9: every decimal counts, none is rounded away
+      ['gatewaya', { amount: 0.999999999 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 0.999999999.'],
+      ['gatewaya', { amount: 1.999999999 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 1.999999999.'],
+      ['gatewaya', { amount: 10.001 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 10.001.'],
+      ['gatewaya', { amount: 1.005 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 1.005.'],
+      ['gatewaya', { amount: 5.0000001 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 5.0000001.'],
+      ['gatewaya', { amount: 1e-7 }, 'amount: gatewaya takes major units of USD with at most 2 decimals (10 = 10.00 USD); got 1e-7.'],
+      ['gatewaya', { amount: 1e21 }, 'amount: a top-up through gatewaya is 1 to 10000 (major units) USD; got 1e+21.'],
+      ['gatewaya', { amount: 1.7976931348623157e308 }, 'amount: a top-up through gatewaya is 1 to 10000 (major units) USD; got 1.7976931348623157e+308.'],
+      ['gatewayb', { amount: 999.9999999 }, 'amount: gatewayb takes a whole number of minor units of USD (1000 = 10.00 USD); got 999.9999999.'],
+      ['gatewayb', { amount: 1e21 }, 'amount: a top-up through gatewayb is 100 to 1000000 (minor units) USD; got 1e+21.'],
       ['gatewayb', { amount: 99 }, 'amount: a top-up through gatewayb is 100 to 1000000 (minor units) USD; got 99.'],
       ['gatewayb', { amount: 1000.5 }, 'amount: gatewayb takes a whole number of minor units of USD (1000 = 10.00 USD); got 1000.5.'],
       ['gatewayb', { amount: 1000, currency: 'XYZ' }, 'currency: "XYZ" is not an ISO 4217 currency code; this wallet holds USD.'],
@@ -290,6 +345,39 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       const r = await s.request('POST', `/api/workspaces/${w.slug}/wallet/topup/${gateway}`, { key: w.admin.key, body });
       expect(r).toMatchObject({ status: 400, body: { success: false, error: message } });
       expect(await s.store.db.selectFrom('payments').select('id').where('workspace_id', '=', w.id).execute()).toEqual(before);
+    });
+
+    it.each([
+      ['gatewaya', '{"amount": 0.999999999}', 'got 0.999999999.'],
+      ['gatewaya', '{"amount": 1E-7}', 'got 1e-7.'],
+      ['gatewaya', '{"amount": 1000000000000000000000000}', 'got 1e+24.'],
+      ['gatewayb', '{"amount": 1000.000001}', 'got 1000.000001.'],
+    ])('refuses %s %s as sent, with 400 naming the field and the rule', async (gateway, raw, got) => {
+      const r = await s.request('POST', `/api/workspaces/${w.slug}/wallet/topup/${gateway}`, { key: w.admin.key, raw, headers: { 'content-type': 'application/json' } });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatch(/^amount: /);
+      expect(r.body.error?.endsWith(got)).toBe(true);
+    });
+
+    it.each([
+      ['gatewaya', 1.1, 110],
+      ['gatewaya', 1.15, 115],
+      ['gatewaya', 4.35, 435],
+      ['gatewaya', 12.5, 1250],
+      ['gatewaya', 10_000, 1_000_000],
+      ['gatewayb', 1e3, 1000],
+    ])('credits %s %d as exactly %d minor units', async (gateway, amount, minor) => {
+      const before = (await money(s, w.id)).balance;
+      const r = await s.request('POST', `/api/workspaces/${w.slug}/wallet/topup/${gateway}`, { key: w.admin.key, body: { amount } });
+      expect(r.status, r.text).toBe(200);
+      expect((await money(s, w.id)).balance - before).toBe(minor * 10_000);
+    });
+
+    it.each([[{ threshold: 0.999999999 }], [{ threshold: 10.5 }], [{ threshold: 1e21 }], [{ threshold: -1 }], [{ threshold: '100' }]])('refuses the alert threshold %j with 400: whole minor units only', async (body) => {
+      const r = await s.request('PUT', `/api/workspaces/${w.slug}/wallet/alert-threshold`, { key: w.admin.key, body });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatch(/threshold/);
+      expect((await s.request<Wallet>('GET', `/api/workspaces/${w.slug}/wallet`, { key: w.member.key })).body.data?.alert_threshold).toBe(0);
     });
 
     it.each([[{}], [{ amount: -5 }], [{ amount: '10' }], [{ amount: 10, extra: 1 }]])('refuses the body %j with 400', async (body) => {
@@ -313,7 +401,7 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
     let w: TestWorkspace;
     beforeAll(async () => {
       smtp = await startSmtp();
-      s = await startTestServer(kind, { mailer: await mailerFor(smtp.url()), platform: { billing: { graceMs: 3_600_000 } } });
+      s = await startTestServer(kind, { mailer: await mailerFor(smtp.url()), platform: { billing: { graceMs: 3_600_000 } }, payments: 'sandbox' });
       setClock(s, '2027-05-20T08:00:10.000Z');
       w = await makeWorkspace(s);
     });

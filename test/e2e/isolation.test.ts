@@ -99,7 +99,8 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
   let aProject: string;
 
   beforeAll(async () => {
-    s = await startTestServer(kind);
+    // the sandbox on: the top-up routes must still refuse the other tenant's wallet
+    s = await startTestServer(kind, { payments: 'sandbox' });
     a = await makeWorkspace(s);
     b = await makeWorkspace(s);
     const key = b.owner.key;

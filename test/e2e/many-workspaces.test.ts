@@ -40,7 +40,8 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
   beforeAll(async () => {
     const base = await ensureBaseImage();
     fx = await startDeployFixture('sqlite', 'acme/many', {
-      server: { platform: { limits: { maxWorkspacesPerUser: WORKSPACES } } },
+      // the sandbox tops up the workspaces the starting credit does not reach
+      server: { platform: { limits: { maxWorkspacesPerUser: WORKSPACES } }, payments: 'sandbox' },
       // builds are cached after the first; several deploys at once keep the engine busy
       engine: { tune: { concurrency: 6, reconcileEveryMs: 5000 } },
     });

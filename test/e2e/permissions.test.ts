@@ -325,7 +325,7 @@ describe.each(STORE_KINDS)('permission matrix on %s', (kind) => {
   let fake: FakeGitHub;
   beforeAll(async () => {
     fake = await startFakeGitHub({ installations: [LINKED_INSTALLATION] });
-    s = await startTestServer(kind, { githubWebhookSecret: 'permission-matrix', github: githubIntegration(fake) });
+    s = await startTestServer(kind, { githubWebhookSecret: 'permission-matrix', github: githubIntegration(fake), payments: 'sandbox' });
   });
   afterAll(async () => {
     await s.close();

@@ -17,6 +17,7 @@ import { createWorkspace } from '../../src/tenancy/workspaces.service.js';
 import type { RateLimit } from '../../src/api/rate-limit.js';
 import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
 import { LiveLogs } from '../../src/logs/live.js';
+import { paymentGateways, type PaymentsMode } from '../../src/billing/gateways/sandbox.js';
 
 /** A clock the test can move; starts at the real time so that expiry maths stays realistic. */
 export class TestClock implements Clock {
@@ -79,7 +80,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -97,7 +98,8 @@ export async function startTestServer(
     platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', templates: testCatalog(), ...opts.platform },
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
-    ...(opts.gateways === undefined ? {} : { gateways: opts.gateways }),
+    // as `slipway serve` builds them: the sandbox only where a test turns it on (`payments: 'sandbox'`), as the operator must
+    gateways: paymentGateways(opts.gateways ?? {}, opts.payments ?? 'off'),
   };
   const logs: string[] = [];
   const stream = new Writable({

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError, GatewaySignatureError, type CheckoutRequest, type PaymentGateway } from '../../src/billing/gateways/gateway.js';
 import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
-import { SandboxGateway } from '../../src/billing/gateways/sandbox.js';
+import { paymentGateways, SandboxGateway, sandboxPaths } from '../../src/billing/gateways/sandbox.js';
 import { StripeGateway } from '../../src/billing/gateways/stripe.js';
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
 import { startFakeStripe, type FakeStripe, type WebhookDelivery } from '../factories/fake-stripe.js';
@@ -305,5 +305,27 @@ describe('SandboxGateway', () => {
     const err = thrown(() => new SandboxGateway({ name: 'gatewayb' }).parseWebhook());
     expect(err).toBeInstanceOf(GatewaySignatureError);
     expect(err.message).toBe('The sandbox gateway confirms payments at once and takes no webhooks.');
+  });
+});
+
+// Issue 26 item 4: the sandbox exists only when the operator turns it on, and never replaces a configured gateway.
+describe('paymentGateways (--payments)', () => {
+  const stripeGateway = () => new StripeGateway({ name: 'gatewaya', secretKey: 'sk_test_x', webhookSecret: 'whsec_x', apiUrl: 'http://127.0.0.1:1' });
+
+  it('off: only the configured gateways, no sandbox anywhere', () => {
+    expect(paymentGateways({}, 'off')).toEqual({});
+    const configured = paymentGateways({ gatewaya: stripeGateway() }, 'off');
+    expect(Object.keys(configured)).toEqual(['gatewaya']);
+    expect(sandboxPaths(configured)).toEqual([]);
+  });
+
+  it('sandbox: every path without keys is the sandbox, a path with keys keeps its gateway', () => {
+    const all = paymentGateways({}, 'sandbox');
+    expect(sandboxPaths(all)).toEqual(['gatewaya', 'gatewayb']);
+    expect(all.gatewayb).toBeInstanceOf(SandboxGateway);
+    expect(all.gatewayb?.name).toBe('gatewayb');
+    const mixed = paymentGateways({ gatewaya: stripeGateway() }, 'sandbox');
+    expect(mixed.gatewaya?.provider).toBe('stripe');
+    expect(sandboxPaths(mixed)).toEqual(['gatewayb']);
   });
 });

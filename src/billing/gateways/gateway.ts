@@ -1,11 +1,18 @@
 /**
- * The payment gateways a wallet is topped up through (docs/billing.md). The two top-up paths
- * (`gatewaya`, `gatewayb`) each have one: a real provider when its keys are configured, the
- * sandbox otherwise. The ledger code sees only this port.
+ * The payment gateways a wallet is topped up through (docs/billing.md). Each of the two top-up
+ * paths (`gatewaya`, `gatewayb`) has a real provider when its keys are configured, the sandbox
+ * when the operator turned it on (`--payments sandbox`), and none otherwise: it answers 503. The
+ * ledger code sees only this port.
  */
 
 export const GATEWAYS = ['gatewaya', 'gatewayb'] as const;
 export type GatewayName = (typeof GATEWAYS)[number];
+
+/** The settings that give a top-up path its provider: named when the path is off. */
+export const GATEWAY_SETTINGS: Record<GatewayName, string> = {
+  gatewaya: '--stripe-secret-key with --stripe-webhook-secret (Stripe)',
+  gatewayb: '--paystack-secret-key (Paystack)',
+};
 
 export type Provider = 'stripe' | 'paystack' | 'sandbox';
 

@@ -37,7 +37,9 @@ export const setAlertThreshold = {
 const Transaction = Type.Object(
   {
     id: Type.String(),
-    type: StringEnum(['topup', 'usage', 'refund', 'adjustment'] as const),
+    type: StringEnum(['topup', 'usage', 'refund', 'adjustment', 'grant'] as const, {
+      description: 'topup: a payment through a gateway (or the sandbox); usage: an hour of metered usage; refund; adjustment: the starting credit; grant: credit the operator granted (`slipway admin grant-credit`).',
+    }),
     amount: Type.Number({ description: 'Minor units, signed; usage carries up to four decimals (micro-units of the currency).' }),
     balance_after: Type.Number({ description: 'Minor units, exact.' }),
     description: Type.String(),
@@ -140,17 +142,23 @@ const currency = Type.Optional(Type.String({ minLength: 1, maxLength: 8, descrip
 export const topupA = {
   tags,
   summary: 'Top up through gatewaya (Stripe Checkout): amount in MAJOR units, 10 = 10.00 USD (owner/admin)',
+  description:
+    'At most the currency\'s minor-unit decimals (2 for USD), checked exactly: 10.005 or 0.999999999 answers 400. ' +
+    'Without Stripe keys the path is off (503 naming the settings), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive number of major units, like 10 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, ...authErrors },
+  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
 };
 
 export const topupB = {
   tags,
   summary: 'Top up through gatewayb (Paystack): amount in MINOR units, 1000 = 10.00 USD (owner/admin)',
+  description:
+    'A whole number of minor units: 1000.5 answers 400. ' +
+    'Without a Paystack key the path is off (503 naming the setting), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive whole number of minor units, like 1000 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, ...authErrors },
+  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
 };
 
 export const paymentWebhook = {
@@ -170,5 +178,6 @@ export const paymentWebhook = {
     413: ErrorEnvelope,
     415: ErrorEnvelope,
     429: ErrorEnvelope,
+    503: ErrorEnvelope,
   },
 };
