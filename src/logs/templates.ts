@@ -55,8 +55,7 @@ const LINE_MASKS: readonly RegExp[] = [
 
 /** Characters a quoted value may hold, at most. */
 const MAX_QUOTED = 500;
-const QUOTES = ['"', "'", '`'] as const;
-type Quote = (typeof QUOTES)[number];
+type Quote = '"' | "'" | '`';
 const isQuote = (c: string): c is Quote => c === '"' || c === "'" || c === '`';
 // what a regular expression's `.` does not match
 const isLineTerminator = (c: string | undefined): boolean => c === undefined || c === '\n' || c === '\r' || c === '\u2028' || c === '\u2029';

@@ -33,9 +33,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => { setTimeo
  */
 async function whileProbing<T>(base: string, work: () => Promise<T>): Promise<{ result: T; elapsedMs: number; probes: number[] }> {
   const probes: number[] = [];
-  let done = false;
+  const state = { done: false };
   const prober = (async () => {
-    while (!done) {
+    while (!state.done) {
       const t = performance.now();
       const res = await fetch(`${base}/healthz`);
       await res.arrayBuffer();
@@ -49,7 +49,7 @@ async function whileProbing<T>(base: string, work: () => Promise<T>): Promise<{ 
     const result = await work();
     return { result, elapsedMs: performance.now() - start, probes };
   } finally {
-    done = true;
+    state.done = true;
     await prober;
   }
 }
@@ -85,7 +85,7 @@ describe('log analysis under attack (sqlite)', () => {
     expect(r.status).toBe(200);
     const crash = r.body.data?.issues.find((i) => i.pattern.includes('TypeError'));
     expect(crash?.severity).toBe('error');
-    expect(`${crash?.hint ?? ''}`).toContain('/app/src/routes/users.js:42');
+    expect(crash?.hint ?? '').toContain('/app/src/routes/users.js:42');
   });
 });
 
