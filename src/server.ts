@@ -242,6 +242,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       version: VERSION,
       liveLogs,
       llm: config.llm,
+      analysis: config.analysis,
     });
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
