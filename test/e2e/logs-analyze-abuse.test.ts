@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LogLine } from '../../src/domain/logs.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy } from '../factories/process.js';
 
@@ -88,6 +89,35 @@ describe('log analysis under attack (sqlite)', () => {
     const crash = r.body.data?.issues.find((i) => i.pattern.includes('TypeError'));
     expect(crash?.severity).toBe('error');
     expect(crash?.hint ?? '').toContain('/app/src/routes/users.js:42');
+  });
+});
+
+describe('log search under attack (sqlite)', () => {
+  let s: TestServer;
+  let w: TestWorkspace;
+  let p: TestProject;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite');
+    w = await makeWorkspace(s);
+    p = await makeProject(s, w);
+  });
+  afterAll(async () => s.close());
+
+  it('searches 2,000 lines of 16 KiB for a term built to be slow while /healthz answers within 50 ms throughout', async () => {
+    // the tenant writes its own app's logs: the longest lines the store keeps, all alike
+    const message = 'a'.repeat(16_384);
+    const now = Date.now();
+    for (let batch = 0; batch < 20; batch++) {
+      const lines: LogLine[] = Array.from({ length: 100 }, (_, i) => ({ projectId: p.id, workspaceId: w.id, deploymentId: 'dep-1', pod: 'web-1', stream: 'stdout', timestamp: now + batch * 100 + i, message }));
+      await s.logStore.append({ lines });
+    }
+    // the longest `q` allowed, matching nearly everywhere and nowhere
+    const q = `${'a'.repeat(255)}b`;
+    const { result, probes } = await whileProbing(s.url, () => s.request<{ entries: unknown[] }>('GET', `/api/workspaces/${w.slug}/projects/${p.slug}/logs?q=${q}&limit=10`, { key: w.member.key }));
+    expect(result.status).toBe(200);
+    expect(result.body.data?.entries).toEqual([]);
+    expect(probes.length).toBeGreaterThan(0);
+    expect(Math.max(...probes)).toBeLessThan(50);
   });
 });
 
