@@ -72,7 +72,7 @@ const WINDOW = 20_000;
  */
 const FIRST_WINDOW = 32;
 const MIN_WINDOW = 8;
-const WINDOW_MS = 10;
+const WINDOW_MS = 5;
 
 /** The next window, from how long the last one took: grows up to ×4 while quick, shrinks in proportion when slow. */
 function nextWindow(window: number, tookMs: number): number {
