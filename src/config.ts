@@ -48,6 +48,8 @@ export interface Config {
   publicUrl: string;
   /** where e-mail goes (invitations); null: Slipway sends no e-mail */
   smtp: SmtpSettings | null;
+  /** POST …/logs/analyze: its per-key limit, and the worker threads that analyse (docs/logs-analyzer.md#cost) */
+  analysis: { rateLimit: RateLimit; timeoutMs: number; workers: number; queue: number };
   /** `--llm-base-url`: the model the log analyzer also asks; null: the built-in analyzer only */
   llm: { baseUrl: string; model: string; apiKey: string | undefined } | null;
   /** without SMTP: whether the invitation create response carries the token */
@@ -160,6 +162,11 @@ export const SETTINGS = [
   { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
   { flag: 'llm-base-url', env: 'SLIPWAY_LLM_BASE_URL', def: '', help: 'an OpenAI-compatible API (`…/v1`) that POST …/logs/analyze also asks, sending only redacted line templates; its key comes from the environment variable SLIPWAY_LLM_API_KEY (never a flag); empty: the built-in analyzer only' },
   { flag: 'llm-model', env: 'SLIPWAY_LLM_MODEL', def: '', help: 'the model asked at --llm-base-url (needed with it)' },
+  { flag: 'analyze-rate-limit', env: 'SLIPWAY_ANALYZE_RATE_LIMIT', def: '1', help: 'log analyses (POST …/logs/analyze) per second per API key, a bucket of their own besides --rate-limit; past it 429 with Retry-After' },
+  { flag: 'analyze-rate-limit-burst', env: 'SLIPWAY_ANALYZE_RATE_LIMIT_BURST', def: '5', help: 'log analyses an API key may send at once' },
+  { flag: 'analyze-timeout-ms', env: 'SLIPWAY_ANALYZE_TIMEOUT_MS', def: '5000', help: 'milliseconds one log analysis may run in its worker thread; past it the worker is stopped and the request answers 422' },
+  { flag: 'analyze-workers', env: 'SLIPWAY_ANALYZE_WORKERS', def: '1', help: 'worker threads that run log analyses, off the event loop (started when first needed)' },
+  { flag: 'analyze-queue', env: 'SLIPWAY_ANALYZE_QUEUE', def: '4', help: 'log analyses that may wait for a busy worker; past it 503 with Retry-After' },
   { flag: 'database-image-postgresql', env: 'SLIPWAY_DATABASE_IMAGE_POSTGRESQL', def: 'postgres:16', help: 'image of postgresql databases (the official image\'s POSTGRES_* contract); absent and not pullable: the locally built slipway-local/postgresql:latest' },
   { flag: 'database-image-mysql', env: 'SLIPWAY_DATABASE_IMAGE_MYSQL', def: 'mysql:8.4', help: 'image of mysql databases (MYSQL_* contract); absent and not pullable: slipway-local/mysql:latest (MariaDB)' },
   { flag: 'database-image-redis', env: 'SLIPWAY_DATABASE_IMAGE_REDIS', def: 'redis:7', help: 'image of redis databases (`redis-server --requirepass`); absent and not pullable: slipway-local/redis:latest' },
@@ -445,6 +452,12 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     publicUrl: publicUrl(),
     smtp: smtp(),
     llm: llm(),
+    analysis: {
+      rateLimit: { rate: positive('analyze-rate-limit'), burst: positive('analyze-rate-limit-burst') },
+      timeoutMs: wholeNumber('analyze-timeout-ms', 100, 600_000),
+      workers: wholeNumber('analyze-workers', 1, 64),
+      queue: wholeNumber('analyze-queue', 0, 10_000),
+    },
     invitationTokenInResponse: oneOf('invitation-token-in-response', ['yes', 'no'] as const) === 'yes',
     domainVerification: oneOf('domain-verification', ['dns', 'off'] as const),
     dnsServers: addressList('dns-servers', true),

@@ -256,6 +256,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       version: VERSION,
       liveLogs,
       llm: config.llm,
+      analysis: config.analysis,
     });
     warnIfSandbox(deps, app.log);
     // The engine and the router start before the API listens, and the API listens before

@@ -29,6 +29,7 @@ import { logRoutes } from './routes/logs/logs.routes.js';
 import { analyzeRoutes } from './routes/logs/analyze.routes.js';
 import { LogAnalysisService } from '../logs/analysis.service.js';
 import { LlmAnalyzer, type LlmOptions } from '../logs/llm.js';
+import { ANALYZE_RATE_LIMIT, AnalysisPool, type AnalysisPoolOptions } from '../logs/analysis-pool.js';
 import { projectRoutes } from './routes/projects/projects.routes.js';
 import { paymentWebhookRoutes, walletRoutes } from './routes/wallet/wallet.routes.js';
 import { envRoutes } from './routes/env/env.routes.js';
@@ -62,6 +63,8 @@ export interface AppDeps extends Deps {
   liveLogs?: LiveLogs;
   /** `--llm-base-url`: the OpenAI-compatible model POST …/logs/analyze also asks (docs/logs-analyzer.md) */
   llm?: Pick<LlmOptions, 'baseUrl' | 'model' | 'apiKey' | 'timeoutMs'> | null;
+  /** POST …/logs/analyze: its own per-key rate limit, and the worker pool's size, queue and budget (docs/logs-analyzer.md#cost) */
+  analysis?: { rateLimit?: RateLimit | undefined } & AnalysisPoolOptions;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -190,7 +193,12 @@ export async function buildApp(deps: AppDeps) {
     deps.llm === undefined || deps.llm === null
       ? undefined
       : new LlmAnalyzer({ ...deps.llm, onFallback: (reason) => { app.log.warn({ reason }, 'log analysis: the model gave no usable answer; the built-in analysis was returned'); } });
-  await app.register(analyzeRoutes, { analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm) });
+  const pool = new AnalysisPool(deps.analysis);
+  app.addHook('onClose', async () => pool.close());
+  await app.register(analyzeRoutes, {
+    analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm, pool),
+    buckets: new TokenBuckets(deps.analysis?.rateLimit ?? ANALYZE_RATE_LIMIT, deps.clock),
+  });
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
   await app.register(paymentWebhookRoutes, { services });
 

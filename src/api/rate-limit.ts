@@ -23,7 +23,7 @@ export class TokenBuckets {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(
-    private readonly limit: RateLimit,
+    readonly limit: RateLimit,
     private readonly clock: Clock,
   ) {}
 

@@ -188,6 +188,15 @@ describe('a generated Dockerfile', () => {
     expect((await failure(prepare(none))).message).toBe('No start command for this Python app: add main.py or app.py, or a Procfile with a "web:" line.');
   });
 
+  it('reads a requirements.txt of 1 MiB of blank lines in linear time (issue 26)', async () => {
+    const dir = await checkout({ 'requirements.txt': `${'\n'.repeat(1024 * 1024 - 20)}gunicorn>=21\n`, 'app.py': 'app = None\n' });
+    const started = performance.now();
+    const text = await dockerfileOf(await prepare(dir));
+    // a pattern whose leading white space spans lines took minutes (80 s for 200,000 of them)
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(text).toContain('exec gunicorn --bind 0.0.0.0:$PORT app:app');
+  });
+
   it('for static files: the configured busybox image serving /site on $PORT', async () => {
     const dir = await checkout({ 'public/index.html': '<h1>hi</h1>', 'public/style.css': '' });
     const ctx = await prepare(dir, { rootDir: 'public', port: 8081 });

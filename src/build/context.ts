@@ -194,7 +194,8 @@ async function python(files: ContextFiles, image: string, port: number, procfile
   const hasRequirements = await files.exists('requirements.txt');
   const hasPyproject = await files.exists('pyproject.toml');
   const requirements = hasRequirements ? (await files.read('requirements.txt')).toLowerCase() : '';
-  const uses = (dist: string) => new RegExp(`^\\s*${dist}\\b`, 'm').test(requirements);
+  // indentation only: `\s*` would span blank lines, and retried at each of 1 MiB of them is quadratic (issue 26)
+  const uses = (dist: string) => new RegExp(`^[ \\t]*${dist}\\b`, 'm').test(requirements);
   const modules: string[] = [];
   for (const m of ['app', 'main', 'wsgi', 'asgi', 'server']) if (await files.exists(`${m}.py`)) modules.push(m);
 

@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   URI_TOO_LONG: 414,
+  /** well-formed, but more work than the server spends on one request (a log analysis past its budget) */
+  UNPROCESSABLE: 422,
   RATE_LIMITED: 429,
   INTERNAL: 500,
   /** a third party Slipway depends on for the request failed (the SMTP server) */

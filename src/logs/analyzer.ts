@@ -32,8 +32,11 @@ const MAX_TEMPLATE_ISSUES = 10;
 const MAX_WARNING_ISSUES = 5;
 /** issues in one answer, the most severe and frequent first */
 const MAX_ISSUES = 50;
-/** Longer lines are read up to here: enough for any message, and no regular expression sees a megabyte. */
-const MAX_LINE = 8192;
+/**
+ * Longer lines are read up to here, by every pattern and in every example: enough for any
+ * message, and no regular expression sees a megabyte (docs/logs-analyzer.md#cost).
+ */
+export const MAX_LINE = 8192;
 const MAX_PATTERN = 300;
 const MAX_EXAMPLE = 1000;
 
@@ -48,10 +51,7 @@ export function analyze(input: string | readonly string[]): BuiltinAnalysis {
 
 export function inspect(input: string | readonly string[]): Inspection {
   const raw = toLines(input);
-  const lines: LogLine[] = raw.map((r) => {
-    const line = parseLine(r.length > MAX_LINE ? r.slice(0, MAX_LINE) : r);
-    return r.length > MAX_LINE ? { ...line, raw: r } : line;
-  });
+  const lines: LogLine[] = raw.map((r) => parseLine(r.length > MAX_LINE ? r.slice(0, MAX_LINE) : r));
   const miner = new TemplateMiner();
   lines.forEach((l, i) => {
     miner.add(l, i);

@@ -27,6 +27,26 @@ export interface LlmAnalyzeOptions {
   signal?: AbortSignal | undefined;
 }
 
+/**
+ * What the model is asked with, made from the logs without I/O (templates mined, secrets
+ * redacted): the analysis worker prepares it off the event loop (src/logs/analysis-pool.ts).
+ */
+export interface Prepared {
+  builtin: BuiltinAnalysis;
+  lineCount: number;
+  payload: LlmPayload;
+  /** pattern or masked example as sent → a real line of the logs */
+  examples: [string, string][];
+}
+
+/** The built-in analysis and the model's request, for `secrets` removed. */
+export function prepare(logs: string | readonly string[], secrets: readonly string[]): Prepared {
+  const inspection = inspect(logs);
+  if (inspection.lineCount === 0) return { builtin: inspection.analysis, lineCount: 0, payload: { lines: 0, templates: [], builtin_issues: [] }, examples: [] };
+  const { payload, examples } = buildPayload(inspection, secrets);
+  return { builtin: inspection.analysis, lineCount: inspection.lineCount, payload, examples: [...examples] };
+}
+
 /** What the model receives, as JSON in the user message. */
 export interface LlmPayload {
   lines: number;
@@ -69,17 +89,16 @@ export class LlmAnalyzer {
   }
 
   async analyze(logs: string | readonly string[], options: LlmAnalyzeOptions = {}): Promise<Analysis> {
-    return this.refine(inspect(logs), options);
+    return this.answer(prepare(logs, options.secrets ?? []), options);
   }
 
-  /** The model's analysis of an inspection made already, or the inspection's own analysis. */
-  async refine(inspection: Inspection, options: LlmAnalyzeOptions = {}): Promise<Analysis> {
-    const builtin: BuiltinAnalysis = inspection.analysis;
-    if (inspection.lineCount === 0) return builtin;
-    const secrets = options.secrets ?? [];
+  /** The model's analysis of a prepared request (its secrets already removed), or the built-in analysis. */
+  async answer(prepared: Prepared, options: Pick<LlmAnalyzeOptions, 'signal'> = {}): Promise<Analysis> {
+    const builtin: BuiltinAnalysis = prepared.builtin;
+    if (prepared.lineCount === 0) return builtin;
+    const examples = new Map(prepared.examples);
     try {
-      const { payload, examples } = buildPayload(inspection, secrets);
-      const content = await this.complete(JSON.stringify(payload), options.signal);
+      const content = await this.complete(JSON.stringify(prepared.payload), options.signal);
       const answer = parseAnswer(content);
       const issues = answer.issues
         .map((issue) => ({ ...issue, example: examples.get(issue.example) ?? issue.example }))
@@ -169,10 +188,26 @@ function text(value: unknown, name: string, max: number, allowEmpty = false): st
   return value;
 }
 
+/**
+ * Some models fence their JSON even when asked for an object: the text between a first line of
+ * ```` ``` ```` or ```` ```json ```` and a last line of ```` ``` ````. Cut by index, not by a pattern
+ * whose lazy middle and white-space runs are quadratic in an answer of blank lines.
+ */
+function unfence(content: string): string {
+  const text = content.trim();
+  if (!text.startsWith('```') || !text.endsWith('```') || text.length < 6) return content;
+  const firstBreak = text.indexOf('\n');
+  const lastBreak = text.lastIndexOf('\n');
+  if (firstBreak === -1 || lastBreak <= firstBreak) return content;
+  const opening = text.slice(3, firstBreak).trim();
+  if (opening !== '' && opening !== 'json') return content;
+  if (text.slice(lastBreak + 1).trim() !== '```') return content;
+  return text.slice(firstBreak + 1, lastBreak);
+}
+
 /** The model's content as an analysis: the shape is checked field by field, and nothing else is taken. */
 export function parseAnswer(content: string): { summary: string; issues: Issue[] } {
-  // some models fence their JSON even when asked for an object
-  const unfenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n\s*```\s*$/.exec(content)?.[1] ?? content;
+  const unfenced = unfence(content);
   let value: unknown;
   try {
     value = JSON.parse(unfenced);

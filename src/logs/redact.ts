@@ -5,13 +5,15 @@
 export const REDACTED = '[REDACTED]';
 
 // `password=…`, `"api_key": "…"`, `DB_PASSWORD: …`, `X-Api-Key: …`: the name stays, the value goes.
+// The name's parts around the word are bounded, and it starts where a name starts: unbounded, the
+// pattern retried at every character of a long word is quadratic (docs/logs-analyzer.md#cost).
 const NAMED_VALUE =
-  /((?:[\w.-]*(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|session[_-]?id|cookie|signature)[\w.-]*)["']?\s*[:=]\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&"'}\]]+)/gi;
+  /((?<![\w.-])(?:[\w.-]{0,64}(?:passw(?:or)?d|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?|session[_-]?id|cookie|signature)[\w.-]{0,64})["']?\s*[:=]\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&"'}\]]+)/gi;
 // `Authorization: Bearer …` and the like: everything after the name up to the line's end or a quote.
 const AUTH_HEADER = /(\b(?:proxy-)?authorization["']?\s*[:=]\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^\n"']+)/gi;
 const SCHEME_VALUE = /\b(Bearer|Basic|Token|Digest)\s+[A-Za-z0-9._~+/=-]{6,}/g;
 // `scheme://user:password@host`: the user stays.
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):([^\s@/]+)@/gi;
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/@]*):([^\s@/]+)@/gi;
 
 // Credentials by their shape: Slipway's own keys, OpenAI, Stripe, GitHub, Slack, AWS, Google, JWTs, PEM.
 const SHAPES: readonly RegExp[] = [
@@ -23,7 +25,7 @@ const SHAPES: readonly RegExp[] = [
   /\bxox[abposr]-[A-Za-z0-9-]{10,}/g,
   /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g,
   /\bAIza[0-9A-Za-z_-]{35}/g,
-  /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g,
+  /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
   // long hex runs (keys, HMACs, session ids)
   /\b[0-9a-fA-F]{32,}\b/g,

@@ -99,9 +99,20 @@ const ERROR_PROPERTY = /^\s+(?:code|errno|syscall|address|port|path|dest|hostnam
 
 const LOCAL_HOSTS = /^(?:localhost|127\.\d+\.\d+\.\d+|\[?::1\]?|0\.0\.0\.0|\[?::\]?)$/i;
 
-/** `host:port` of a target written `host/ip:port` (Java), `[v6]:port` or `host:port`. */
+const TARGET_TRAILING = new Set('.,;)\'"]');
+const TARGET_LEADING = new Set('(\'"[');
+
+/**
+ * `host:port` of a target written `host/ip:port` (Java), `[v6]:port` or `host:port`: trailing
+ * punctuation goes, and leading brackets unless a `]` closes one. Index scans, not patterns
+ * anchored at the end, which are quadratic in a run of punctuation.
+ */
 function target(text: string): string {
-  const t = text.replace(/[.,;)'"\]]+$/, '').replace(/^[('"[]+(?=[^\]]*$)/, '');
+  let end = text.length;
+  while (end > 0 && TARGET_TRAILING.has(text.charAt(end - 1))) end--;
+  let start = 0;
+  while (start < end && TARGET_LEADING.has(text.charAt(start))) start++;
+  const t = text.slice(text.slice(start, end).includes(']') ? 0 : start, end);
   const java = /^([^/\s]+)\/[^:\s]*:(\d+)$/.exec(t);
   if (java?.[1] !== undefined && java[2] !== undefined) return `${java[1]}:${java[2]}`;
   return t;
@@ -118,7 +129,7 @@ function hostOf(t: string): string {
 
 // --- out of memory -------------------------------------------------------------------------
 
-const KERNEL_OOM = /(?:Memory cgroup out of memory|Out of memory): Killed process (\d+) \(([^)]*)\)/;
+const KERNEL_OOM = /(?:Memory cgroup out of memory|Out of memory): Killed process (\d+) \(([^)]{0,256})\)/;
 const KERNEL_OOM_OTHER = /\boom-kill:|invoked oom-killer|oom_reaper: reaped process|\boom_kill_process\b/;
 const EXIT_137 = /\bOOMKilled\b|\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+137\b|\bcode[ =:]137\b/i;
 const NODE_HEAP = /JavaScript heap out of memory/;
@@ -138,7 +149,7 @@ function outOfMemory(lines: readonly LogLine[], out: Findings): void {
     const raw = line.raw;
     if (!/oom|memory|137|heap|MemoryError|Killed/i.test(raw)) return;
     const killed = KERNEL_OOM.exec(raw);
-    const oomKill = reports ? null : /\boom-kill:.*\btask=([^,\s]+)/.exec(raw);
+    const oomKill = reports ? null : /\boom-kill:.{0,2000}\btask=([^,\s]+)/.exec(raw);
     if (killed !== null || oomKill !== null) {
       const name = killed?.[2] ?? oomKill?.[1] ?? '';
       out.event('oom:kernel', i, () => ({
@@ -271,11 +282,11 @@ function missingEnv(lines: readonly LogLine[], out: Findings): void {
     // envalid and zod list the variables in one block: `    DATABASE_URL: undefined`, `{ DATABASE_URL: [ 'Required' ] }`
     if (ENV_BLOCK.test(line.raw)) {
       const names: string[] = [];
-      const inline = [...line.raw.matchAll(/\b([A-Z][A-Z0-9_]+)\s*:\s*\[?\s*['"]?(?:Required|undefined|missing|Invalid)/g)].map((m) => m[1] ?? '');
+      const inline = [...line.raw.matchAll(/\b([A-Z][A-Z0-9_]+)\s*:\s*(?:\[\s*)?['"]?(?:Required|undefined|missing|Invalid)/g)].map((m) => m[1] ?? '');
       names.push(...inline.filter(looksLikeEnv));
       let j = i + 1;
       for (; j < lines.length && j <= i + 50; j++) {
-        const m = /^\s+([A-Z][A-Z0-9_]+)\s*:/.exec(lines[j]?.raw ?? '') ?? /^\s*([A-Z][A-Z0-9_]+)\s*:\s*\[?\s*['"]?(?:Required|undefined|missing|Invalid)/.exec(lines[j]?.raw ?? '');
+        const m = /^\s+([A-Z][A-Z0-9_]+)\s*:/.exec(lines[j]?.raw ?? '') ?? /^\s*([A-Z][A-Z0-9_]+)\s*:\s*(?:\[\s*)?['"]?(?:Required|undefined|missing|Invalid)/.exec(lines[j]?.raw ?? '');
         if (m?.[1] === undefined || !looksLikeEnv(m[1])) break;
         names.push(m[1]);
       }
@@ -334,7 +345,7 @@ function refusedTarget(raw: string, next: readonly string[]): Located | undefine
   if (m?.[1] !== undefined) return { key: 'refused', where: target(m[1]) };
   m = /dial (?:tcp|udp)\S*\s+(\S+?):\s+connect: connection refused/.exec(raw);
   if (m?.[1] !== undefined) return { key: 'refused', where: target(m[1]) };
-  m = /server at "([^"]+)"(?: \([^)]*\))?, port (\d+) failed:.*Connection refused/i.exec(raw);
+  m = /server at "([^"]+)"(?: \([^)]{0,256}\))?, port (\d+) failed:.{0,500}Connection refused/i.exec(raw);
   if (m?.[1] !== undefined && m[2] !== undefined) return { key: 'refused', where: `${m[1]}:${m[2]}` };
   m = /Error 111 connecting to (\S+?)\.?\s/.exec(`${raw} `);
   if (m?.[1] !== undefined) return { key: 'refused', where: target(m[1]) };
@@ -451,6 +462,21 @@ interface Denied {
   issue: Omit<Issue, 'count' | 'example'>;
 }
 
+/**
+ * The path ending right before the first `suffix` that follows one (a run of characters other
+ * than white space, `:` and parentheses, from its first `/`). A scan back from each `suffix`:
+ * the pattern `(\/[^\s:()]+) suffix` retried at every `/` of a long run is quadratic.
+ */
+function pathBefore(raw: string, suffix: string): string | undefined {
+  for (let at = raw.indexOf(suffix); at !== -1; at = raw.indexOf(suffix, at + 1)) {
+    let from = at;
+    while (from > 0 && !/[\s:()]/.test(raw.charAt(from - 1))) from--;
+    const slash = raw.indexOf('/', from);
+    if (slash !== -1 && slash < at - 1) return raw.slice(slash, at);
+  }
+  return undefined;
+}
+
 function deniedOf(raw: string): Denied {
   const db = /permission denied for (table|relation|schema|database|sequence|function) "?([\w.]+)"?/i.exec(raw);
   if (db?.[1] !== undefined && db[2] !== undefined) {
@@ -460,7 +486,7 @@ function deniedOf(raw: string): Denied {
       issue: { pattern: `Permission denied for ${what}`, severity: 'error', hint: `The database user the app connects as has no privilege on ${what}: grant it, or connect as the user that owns it.` },
     };
   }
-  if (/listen EACCES|bind: permission denied|bind\(\) to .*Permission denied/i.test(raw)) {
+  if (/listen EACCES|bind: permission denied|bind\(\) to .{0,500}Permission denied/i.test(raw)) {
     const port = portOf(raw);
     return {
       key: `port:${port ?? '?'}`,
@@ -475,7 +501,7 @@ function deniedOf(raw: string): Denied {
     /(?:EACCES: permission denied,? \w+|Permission denied:|AccessDeniedException:?)\s*'?([^'\s]+)'?/i.exec(raw)?.[1] ??
     /(?:open|mkdir|stat|lstat|remove|create|chmod|chown|rename|unlink|exec|fork\/exec)\s+"?(\/[^\s":]+|\.\.?\/[^\s":]+)"?: permission denied/i.exec(raw)?.[1] ??
     /\(\) "([^"]+)" failed \(13: Permission denied\)/.exec(raw)?.[1] ??
-    /(\/[^\s:()]+) \(Permission denied\)/.exec(raw)?.[1] ??
+    pathBefore(raw, ' (Permission denied)') ??
     /(?:^|\s)((?:\/|\.\/)[^\s:]+): (?:\d+: )?Permission denied/i.exec(raw)?.[1];
   if (path === undefined) {
     return {
@@ -695,7 +721,7 @@ function exceptions(lines: readonly LogLine[], out: Findings, traces: readonly P
 
 // --- crash loop -----------------------------------------------------------------------------
 
-const STARTUP = /\b(?:listening on|listening at|server (?:is )?(?:running|listening|started)|started server|starting (?:server|app|application|up|worker)|booting (?:worker|server)|uvicorn running|running on https?:|started \w+ in [\d.]+ ?s|application startup complete|server ready|ready on|ready in)\b|^> \S+@\S+ start\b/i;
+const STARTUP = /\b(?:listening on|listening at|server (?:is )?(?:running|listening|started)|started server|starting (?:server|app|application|up|worker)|booting (?:worker|server)|uvicorn running|running on https?:|started \w+ in [\d.]+ ?s|application startup complete|server ready|ready on|ready in)\b|^> (?=\S+@\S)\S+ start\b/i;
 const EXIT = /exited with code [1-9]|\bexit (?:code|status) [1-9]|process exited(?! with code 0)|Process finished with exit code [1-9]|npm ERR! code ELIFECYCLE|error Command failed with exit code|^Killed$|Segmentation fault|core dumped|^Aborted\b|^Node\.js v\d+/i;
 
 function crashLoop(lines: readonly LogLine[], out: Findings, traces: readonly ParsedTrace[], templateOf: (i: number) => number | undefined): void {

@@ -62,8 +62,23 @@ create index if not exists log_cursors_project on log_cursors (project_id);
 create index if not exists log_cursors_workspace on log_cursors (workspace_id);
 `;
 
-/** Ids one scan statement covers when a filter may skip most rows. */
+/** Ids one scan statement covers at most when a filter may skip most rows. */
 const WINDOW = 20_000;
+/**
+ * The first and smallest windows. A row's cost depends on its message: `instr(lower(m), q)` on a
+ * 16 KiB message and a 256-character `q` built to match almost everywhere takes about 0.5 ms, so
+ * 20,000 such rows would hold the event loop for 10 s (issue 26). The window starts small and is
+ * sized from the time the last statement took, so one statement takes about WINDOW_MS.
+ */
+const FIRST_WINDOW = 32;
+const MIN_WINDOW = 8;
+const WINDOW_MS = 5;
+
+/** The next window, from how long the last one took: grows up to ×4 while quick, shrinks in proportion when slow. */
+function nextWindow(window: number, tookMs: number): number {
+  const scaled = tookMs <= 0 ? window * 4 : Math.floor((window * WINDOW_MS) / tookMs);
+  return Math.max(MIN_WINDOW, Math.min(WINDOW, window * 4, scaled));
+}
 
 interface LineRow {
   id: number;
@@ -215,7 +230,8 @@ export class SqliteLogStore extends PagedLogStore implements LogStore {
       where l.project_key = ? and l.id >= ? and l.id < ?${where.map((w) => ` and ${w}`).join('')}
       order by l.id ${order} limit ?`;
     const statement = this.stmt(sql);
-    const window = where.length === 0 ? Number.MAX_SAFE_INTEGER : WINDOW;
+    const filtered = where.length > 0;
+    let window = filtered ? FIRST_WINDOW : Number.MAX_SAFE_INTEGER;
     const lowest = (this.stmt('select id from log_lines where project_key = ? order by id asc limit 1').get(p.key) as { id: number } | undefined)?.id;
     if (lowest === undefined) return [];
     const out: LogEntry[] = [];
@@ -224,7 +240,10 @@ export class SqliteLogStore extends PagedLogStore implements LogStore {
     let hi = direction === 'asc' ? p.last_id + 1 : Math.min(p.last_id + 1, from ?? Number.MAX_SAFE_INTEGER);
     while (lo < hi && out.length < limit) {
       const [a, b] = direction === 'asc' ? [lo, Math.min(hi, lo + window)] : [Math.max(lo, hi - window), hi];
+      // elapsed time to pace the scan, not a time of the domain: not the injected clock
+      const started = performance.now();
       const rows = statement.all(p.key, a, b, ...params, limit - out.length) as LineRow[];
+      if (filtered) window = nextWindow(window, performance.now() - started);
       for (const r of rows) out.push(toEntry(r));
       if (direction === 'asc') lo = b;
       else hi = a;

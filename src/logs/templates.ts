@@ -38,22 +38,80 @@ export interface MinerOptions {
   maxLeafTemplates?: number | undefined;
 }
 
-// Whole-line masks, applied before splitting: values that may contain spaces.
+/**
+ * Longer tokens are one `<*>` whole: a word of a message is never this long, and no pattern
+ * below sees more than this many characters of one token (issue 26: a token of 8,190 commas).
+ */
+export const MAX_TOKEN = 128;
+
+// Whole-line masks, applied before splitting: values that may contain spaces. Each is linear in
+// the line: fixed-width fields, or one run the pattern cannot re-enter (docs/logs-analyzer.md#cost).
 const LINE_MASKS: readonly RegExp[] = [
   // ISO 8601 and `2024-01-02 03:04:05,678`
   /\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z| ?[+-]\d{2}:?\d{2})?/g,
   // syslog's `Nov 23 22:05:34`
   /\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d{2}:\d{2}:\d{2}\b/g,
-  // quoted values
-  /"(?:[^"\\\n]|\\.){0,500}"|'[^'\n]{0,500}'|`[^`\n]{0,500}`/g,
 ];
 
-// A token whose core (without surrounding brackets and punctuation) matches one of these is a variable.
+/** Characters a quoted value may hold, at most. */
+const MAX_QUOTED = 500;
+type Quote = '"' | "'" | '`';
+const isQuote = (c: string): c is Quote => c === '"' || c === "'" || c === '`';
+// what a regular expression's `.` does not match
+const isLineTerminator = (c: string | undefined): boolean => c === undefined || c === '\n' || c === '\r' || c === '\u2028' || c === '\u2029';
+
+/**
+ * The index of the quote closing the value opened at `open`, or, as `-1 - i`, the index `i` where
+ * the value could no longer go on. `"…"` may hold backslash escapes; none holds a newline or more
+ * than MAX_QUOTED characters (an escape counts as one).
+ */
+function closingQuote(text: string, open: number, quote: Quote): number {
+  let i = open + 1;
+  for (let held = 0; i < text.length; held++) {
+    const c = text[i];
+    if (c === quote) return i;
+    if (held === MAX_QUOTED || c === '\n') break;
+    if (quote === '"' && c === '\\') {
+      if (isLineTerminator(text[i + 1])) break;
+      i += 2;
+    } else i++;
+  }
+  return -1 - i;
+}
+
+/**
+ * Quoted values as `<*>`, scanned once: after a quote that closes nowhere, the next opening quote
+ * of its kind is looked for past where that scan stopped, so no character is read again and again
+ * (a regular expression restarts at every escaped `\"` inside, which is quadratic).
+ */
+function maskQuoted(text: string): string {
+  if (!/["'`]/.test(text)) return text;
+  const blocked: Record<Quote, number> = { '"': 0, "'": 0, '`': 0 };
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charAt(i);
+    if (!isQuote(c) || i < blocked[c]) continue;
+    const close = closingQuote(text, i, c);
+    if (close < 0) {
+      blocked[c] = -1 - close;
+      continue;
+    }
+    out += `${text.slice(from, i)}${WILDCARD}`;
+    from = close + 1;
+    i = close;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+// A token whose core (without surrounding brackets and punctuation) matches one of these is a
+// variable. Anchored, at most MAX_TOKEN characters, and without two quantifiers that can share a
+// character, so each is linear in the token.
 const TOKEN_MASKS: readonly RegExp[] = [
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
-  // IPv4 with an optional port, IPv6
+  // IPv4 with an optional port, IPv6 (at least two colons; a port only after `]`)
   /^(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?$/,
-  /^\[?[0-9a-f]*:[0-9a-f:]*:[0-9a-f:]*\]?(?::\d+)?$/i,
+  /^\[?[0-9a-f]*:[0-9a-f]*:[0-9a-f:]*(?:\](?::\d+)?)?$/i,
   // 0x…, and hex runs of 8 or more holding a digit (ids, hashes, container ids)
   /^0x[0-9a-f]+$/i,
   /^(?=[0-9a-f]*\d)[0-9a-f]{8,}$/i,
@@ -63,15 +121,25 @@ const TOKEN_MASKS: readonly RegExp[] = [
   // paths and URLs holding a digit
   /^(?:[a-z][a-z0-9+.-]*:\/\/|\/|\.\.?\/)\S*\d\S*$/i,
 ];
-const PUNCTUATION = /^([([{<"'`]*)(.*?)([)\]}>"'`,.;:!?]*)$/;
+const LEADING = new Set('([{<"\'`');
+const TRAILING = new Set(')]}>"\'`,.;:!?');
 
 // Inside other tokens, numbers that do not follow a letter (`user=42`, `App.java:5`, but not `sha256`).
 const INNER_NUMBER = /(?<![A-Za-z_\d])\d+(?:\.\d+)*/g;
 
+/**
+ * A token with its core masked. The leading brackets and trailing punctuation are found by
+ * scanning from each end (a pattern with a lazy middle was quadratic in the token's length).
+ */
 function maskToken(token: string): string {
-  const [, lead = '', core = '', trail = ''] = PUNCTUATION.exec(token) ?? [];
+  if (token.length > MAX_TOKEN) return WILDCARD;
+  let start = 0;
+  while (start < token.length && LEADING.has(token.charAt(start))) start++;
+  let end = token.length;
+  while (end > start && TRAILING.has(token.charAt(end - 1))) end--;
+  const core = token.slice(start, end);
   if (core === '' || core === WILDCARD) return token;
-  if (TOKEN_MASKS.some((m) => m.test(core))) return `${lead}${WILDCARD}${trail}`;
+  if (TOKEN_MASKS.some((m) => m.test(core))) return `${token.slice(0, start)}${WILDCARD}${token.slice(end)}`;
   return token.replace(INNER_NUMBER, WILDCARD);
 }
 
@@ -79,6 +147,7 @@ function maskToken(token: string): string {
 export function maskTokens(text: string, maxTokens = 64): string[] {
   let masked = text;
   for (const mask of LINE_MASKS) masked = masked.replace(mask, WILDCARD);
+  masked = maskQuoted(masked);
   const tokens = masked.split(/\s+/).filter((t) => t !== '');
   const out: string[] = [];
   for (const token of tokens) {

@@ -80,7 +80,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -122,6 +122,8 @@ export async function startTestServer(
     version: 'test',
     liveLogs,
     ...(opts.llm === undefined ? {} : { llm: opts.llm }),
+    // the analysis limit is generous unless a test asks for one (like the general limit)
+    analysis: { rateLimit: GENEROUS, ...opts.analysis },
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
 

@@ -34,5 +34,5 @@ export const analyzeLogs = {
     ),
     Type.Null(),
   ]),
-  response: { 200: Envelope(Analysis), ...authErrors, 413: ErrorEnvelope },
+  response: { 200: Envelope(Analysis), ...authErrors, 413: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope },
 };
