@@ -20,7 +20,7 @@ import type { DatabaseDetailView, DatabaseView } from '../../src/databases/datab
 import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/databases/policy.js';
 import { DATABASE_LABEL } from '../../src/databases/worker.js';
-import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startDatabaseWorker } from '../factories/databases.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage, ensureDatabaseImages, nodeClientImage, RUN_LABEL, testRunId } from '../factories/images.js';
@@ -226,7 +226,7 @@ describe('managed databases on the engine (sqlite)', () => {
   async function onNetwork(image: string, command: string[]): Promise<string> {
     const name = `dbclient-${randomBytes(4).toString('hex')}`;
     // a TTY: the output comes back as it was printed, not multiplexed
-    const c = await docker.createContainer({ name, Image: image, Entrypoint: [], Cmd: command, Tty: true, HostConfig: { NetworkMode: `ws-${w.slug}` }, Labels: { [RUN_LABEL]: testRunId() } });
+    const c = await docker.createContainer({ name, Image: image, Entrypoint: [], Cmd: command, Tty: true, HostConfig: { NetworkMode: await workspaceNetwork(s, w.slug) }, Labels: { [RUN_LABEL]: testRunId() } });
     try {
       await c.start();
       const timer = setTimeout(() => { void c.kill().catch(() => undefined); }, 60_000);
