@@ -127,6 +127,12 @@ describe('two installations on one engine, with the same workspace slug', () => 
     }
   });
 
+  it('limits the processes of every app and database container (--pids-limit, default 512)', async () => {
+    for (const i of installations) {
+      for (const id of [i.app.id, i.vault.id]) expect((await docker.getContainer(id).inspect()).HostConfig.PidsLimit).toBe(512);
+    }
+  });
+
   it('lets neither reach the other\'s app or database, by alias or by address; each reaches its own', async () => {
     const [a, b] = installations;
     if (a === undefined || b === undefined) throw new Error('setup failed');
