@@ -258,7 +258,14 @@ export class InstanceContainers {
 
   /** This installation's running containers of the workspace that are not on `network` join it, with the DNS names they have elsewhere. */
   private async joinOlder(network: string, workspaceId: string): Promise<void> {
-    const containers = await this.o.runtime.list({ owner: { workspace: workspaceId }, labels: this.labels });
+    let containers: ContainerInfo[];
+    try {
+      containers = await this.o.runtime.list({ owner: { workspace: workspaceId }, labels: this.labels });
+    } catch (err) {
+      // only older containers' reach depends on it: the deployment goes on, and the next process tries again
+      this.o.log.warn({ err, network }, 'cannot list the workspace\'s containers to attach older ones to its network');
+      return;
+    }
     for (const c of containers) {
       if (c.state !== 'running' || Object.hasOwn(c.networks, network) || c.id === this.o.self) continue;
       const aliases = [...new Set(Object.values(c.aliases ?? {}).flat())];

@@ -738,7 +738,7 @@ export class DockerRuntime implements Runtime {
         if (await ignoreMissing(this.docker.getNetwork(n.Id).remove())) purged.networks++;
       } catch (err) {
         // still used by containers the selector does not match (another installation's, on a
-        // shared `ws-<slug>` name): left for whoever removes those
+        // `ws-<slug>` network that versions before networks were named by installation shared): left for whoever removes those
         if (statusOf(err) !== 403) throw err;
       }
     };
