@@ -10,12 +10,13 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseDetailView, DatabaseView } from '../../src/databases/databases.service.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
-import { INSTANCE_LABEL } from '../../src/deploy/containers.js';
+import { INSTANCE_LABEL, instanceLabels, workspaceNetworkName } from '../../src/deploy/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { deployAndSettle } from '../factories/deployments.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { makeWorkspace, type TestWorkspace } from '../factories/harness.js';
 import { ensureDatabaseImages } from '../factories/images.js';
+import { waitFor } from '../factories/process.js';
 
 const docker = new Docker();
 
@@ -64,7 +65,8 @@ describe('two installations on one engine, with the same workspace slug', () => 
   const installations: Installation[] = [];
 
   async function install(page: string): Promise<Installation> {
-    const fx = await startDeployFixture('sqlite', 'acme/web', { engine: { driver: 'node', databases: { readyTimeoutMs: 120_000 } } });
+    // the network sweep every second (with the image sweep), for the upgrade case
+    const fx = await startDeployFixture('sqlite', 'acme/web', { engine: { driver: 'node', databases: { readyTimeoutMs: 120_000 }, tune: { imageRetention: { keep: 5, everyMs: 1000 } } } });
     const { s } = fx;
     const w = await makeWorkspace(s, slug);
     await fx.repo.commit('v1', {
@@ -157,5 +159,32 @@ describe('two installations on one engine, with the same workspace slug', () => 
       expect(fromDb.out).not.toContain('NOAUTH');
       expect((await execIn(self.vault.id, ['timeout', '5', 'redis-cli', '-h', 'vault.db', '-p', '6379', '--no-auth-warning', 'ping'])).out).toContain('NOAUTH');
     }
+  }, 120_000);
+
+  it('after an upgrade, attaches the containers on an older `ws-<slug>` network to the renamed one with their DNS names, and removes the old network once unused', async () => {
+    const [a] = installations;
+    if (a === undefined) throw new Error('setup failed');
+    const { s, engine } = a.fx;
+    const w2 = await makeWorkspace(s, `legacy-${randomBytes(3).toString('hex')}`);
+    const legacy = `ws-${w2.slug}`;
+    const labels = instanceLabels(a.instance);
+    // what an older version left: its network by slug alone, and a server on it with an alias
+    await engine.runtime.ensureNetwork({ name: legacy, workspace: w2.id, labels });
+    const spec = { image: engine.base, env: {}, owner: { workspace: w2.id }, labels, cpu: 0.1, memoryBytes: 32 * 1024 * 1024, restart: { kind: 'never' as const } };
+    const old = await engine.runtime.run({ ...spec, name: `${w2.slug}-old`, network: legacy, aliases: ['old.db'], command: ['sh', '-c', 'mkdir -p /www && echo older > /www/index.html && exec httpd -f -p 8080 -h /www'] });
+    const current = await engine.orchestrator.workspaceNetwork({ id: w2.id, slug: w2.slug });
+    expect(current).toBe(workspaceNetworkName(a.instance, w2.slug));
+    const moved = await engine.runtime.inspect(old.id);
+    expect(Object.keys(moved?.networks ?? {}).sort()).toEqual([current, legacy].sort());
+    expect(moved?.aliases?.[current]).toContain('old.db');
+    // a container made now, on the current network alone, reaches it by its old name
+    const probe = await engine.runtime.run({ ...spec, name: `${w2.slug}-new`, network: current, command: ['sleep', '120'] });
+    expect(await resolve(probe.id, 'old.db')).toEqual([moved?.networks[current]]);
+    expect((await execIn(probe.id, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 5 nc -w 3 ${moved?.networks[current] ?? ''} 8080`])).out).toContain('older');
+    // once nothing uses the old network, the reconciler's sweep removes it; the current one stays
+    await engine.runtime.remove(old.id);
+    await waitFor('the old network to go', async () => ((await docker.listNetworks({ filters: { name: [legacy] } })).some((n) => n.Name === legacy) ? undefined : true), undefined, 30_000);
+    expect((await docker.listNetworks({ filters: { name: [current] } })).map((n) => n.Name)).toContain(current);
+    await engine.runtime.remove(probe.id);
   }, 120_000);
 });
