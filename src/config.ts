@@ -85,6 +85,8 @@ export interface Config {
   limits: TenantLimits;
   /** where workspace networks get their subnets; null: the engine's default pools */
   networkPool: NetworkPool | null;
+  /** the most processes (and threads) each app, template and database container may run at once */
+  pidsLimit: number;
   /** the Docker Engine's builder: buildkit, or classic (the legacy builder) */
   builder: 'buildkit' | 'classic';
   /** clientId and clientSecret: the app's OAuth client, which proves control of an installation when it is linked ('' when unset: linking is off) */
@@ -144,6 +146,7 @@ export const SETTINGS = [
   { flag: 'keep-images', env: 'SLIPWAY_KEEP_IMAGES', def: '5', help: 'images of the newest deployments each project keeps for rollbacks (besides running ones); older images are removed' },
   { flag: 'log-max-bytes-per-project', env: 'SLIPWAY_LOG_MAX_BYTES_PER_PROJECT', def: '1073741824', help: 'bytes of log messages each project keeps; past it the oldest lines go, checked hourly with the workspace\'s log retention; 0: no cap' },
   { flag: 'log-rate-limit', env: 'SLIPWAY_LOG_RATE_LIMIT', def: '1000', help: 'lines per second each app container may write into the logs; the excess of a second is dropped, counted in the usage and replaced by one marker line' },
+  { flag: 'pids-limit', env: 'SLIPWAY_PIDS_LIMIT', def: '512', help: 'the most processes (and threads) each app, template and database container may run at once; a fork past it fails, so a fork bomb stops there (16 to 1048576)' },
   { flag: 'upstream-mode', env: 'SLIPWAY_UPSTREAM_MODE', def: 'published', help: 'how the router reaches apps: published (their port on 127.0.0.1) or network (their address on the workspace network, when Slipway runs in a container)' },
   { flag: 'router-on-exit', env: 'SLIPWAY_ROUTER_ON_EXIT', def: 'keep', help: 'keep: the nginx router goes on serving the apps while Slipway is stopped or upgraded, and the next start adopts it; stop: it stops with Slipway (the built-in Node router always stops)' },
   { flag: 'github-app-id', env: 'SLIPWAY_GITHUB_APP_ID', def: '', help: 'GitHub App id: with its private key, installation_id is exchanged for clone tokens; empty: clone anonymously' },
@@ -475,6 +478,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     keepImages: wholeNumber('keep-images', 1, 1000),
     logMaxBytesPerProject: logMaxBytes === 0 ? null : logMaxBytes,
     logRateLimit: wholeNumber('log-rate-limit', 1, 1_000_000),
+    pidsLimit: wholeNumber('pids-limit', 16, 1_048_576),
     limits: { maxWorkspacesPerUser: wholeNumber('max-workspaces-per-user', 0, 1_000_000), maxProjectsPerWorkspace: wholeNumber('max-projects-per-workspace', 0, 1_000_000) },
     networkPool: networkPool(),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),

@@ -91,7 +91,7 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
 
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers; and the log collector (the leader's alone). */
 async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger, liveLogs: LiveLogs): Promise<LeaderEngine> {
-  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool });
+  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit });
   try {
     await runtime.check();
   } catch (err) {
@@ -215,7 +215,7 @@ async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
 async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool }), await instanceId(deps.store), deps);
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), deps);
 }
 
 /**

@@ -17,6 +17,28 @@ export interface ServerContract {
   command?(a: DatabaseAddress): string[];
 }
 
+/** The environment variable a Redis container gets its password in. */
+export const REDIS_PASSWORD_ENV = 'SLIPWAY_REDIS_PASSWORD';
+
+/**
+ * How a Redis container starts: Redis reads its password from no environment variable, and
+ * `--requirepass` would show it on the command line (to `ps` and `docker inspect`), so a shell
+ * writes it into a config file only the server's user can read, drops the variable, and hands
+ * over to the image's own entrypoint (which makes /data the redis user's and runs the server as
+ * that user) with the file as the server's config. The password is `[A-Za-z0-9]` (generatePassword),
+ * safe in double quotes. The options after the file are the official image's defaults, spelt out:
+ * a config file turns off the local image's own.
+ */
+const REDIS_START = [
+  'set -e',
+  'umask 077',
+  'conf=/tmp/slipway-redis.conf',
+  `printf 'requirepass "%s"\\n' "$${REDIS_PASSWORD_ENV}" > "$conf"`,
+  `unset ${REDIS_PASSWORD_ENV}`,
+  'if [ "$(id -u)" = 0 ] && id redis >/dev/null 2>&1; then chown redis "$conf"; fi',
+  'exec docker-entrypoint.sh redis-server "$conf" --bind "* -::*" --protected-mode no --dir /data --appendonly yes',
+].join('\n');
+
 export const SERVERS: Readonly<Record<DatabaseType, ServerContract>> = {
   // postgres: POSTGRES_USER is the superuser created at initdb, POSTGRES_DB its database
   postgresql: {
@@ -31,12 +53,12 @@ export const SERVERS: Readonly<Record<DatabaseType, ServerContract>> = {
     dataPath: '/var/lib/mysql',
     env: (a, freshSecret) => ({ MYSQL_ROOT_PASSWORD: freshSecret(), MYSQL_USER: a.username, MYSQL_PASSWORD: a.password, MYSQL_DATABASE: a.databaseName }),
   },
-  // redis: the password is the `default` user's (`--requirepass`); the append-only file makes writes survive a restart
+  // redis: the password is the `default` user's (`requirepass`); the append-only file makes writes survive a restart
   redis: {
     defaultImage: 'redis:7',
     dataPath: '/data',
-    env: () => ({}),
-    command: (a) => ['redis-server', '--requirepass', a.password, '--appendonly', 'yes'],
+    env: (a) => ({ [REDIS_PASSWORD_ENV]: a.password }),
+    command: () => ['sh', '-c', REDIS_START],
   },
   // mongo: MONGO_INITDB_ROOT_* creates the user in `admin` (hence authSource=admin)
   mongo: {

@@ -263,6 +263,9 @@ export class DatabaseWorker {
     const name = this.containerName(row);
     const existing = await runtime.inspect(name);
     if (existing !== null) {
+      // a container of that name is this database's only when its labels say so (this installation's, this database's)
+      const mine = Object.entries(this.o.labels).every(([k, v]) => existing.labels[k] === v) && existing.labels[DATABASE_LABEL] === row.id;
+      if (!mine) throw new Error(`a container named ${name} exists on the engine that is not this database's (another installation's, or not Slipway's); it is left alone.`);
       if (existing.state === 'running' || existing.state === 'restarting') return existing;
       await runtime.remove(existing.id);
     }

@@ -1,6 +1,6 @@
 import type { Clock } from '../domain/clock.js';
 import type { Pod } from '../domain/ports.js';
-import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerUsage, type Mount, type Owner, type Runtime } from '../domain/runtime.js';
+import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerUsage, type Mount, type Owner, type Runtime } from '../domain/runtime.js';
 import { UnusableEnvError, type EnvService } from '../env/env.service.js';
 import type { ProjectRow } from '../projects/resolve.js';
 import { ramBytes } from '../projects/resources.js';
@@ -44,6 +44,19 @@ export interface ContainersOptions {
 }
 
 export const instanceLabels = (instanceId: string): Record<string, string> => ({ [INSTANCE_LABEL]: instanceId });
+
+/** The short form of an installation's id in the names of its engine objects: its first 8 hex digits. */
+export const instanceTag = (instanceId: string): string => instanceId.replace(/[^0-9a-f]/gi, '').slice(0, 8).toLowerCase();
+
+/**
+ * The engine's name of a workspace's network: `slipway-<installation>-ws-<slug>`. The API's
+ * `namespace` stays `ws-<slug>`; on the engine, two installations' workspaces of one slug get a
+ * network each (docs/operations.md#several-installations-on-one-engine).
+ */
+export const workspaceNetworkName = (instanceId: string, slug: string): string => `slipway-${instanceTag(instanceId)}-ws-${slug}`;
+
+/** Whether `name` is a workspace network name of the current form for this installation (older versions named them `ws-<slug>`). */
+export const isCurrentNetworkName = (instanceId: string, name: string): boolean => name.startsWith(`slipway-${instanceTag(instanceId)}-ws-`);
 
 /** How the router and the health check reach a container, or null while they cannot (docs/decisions.md#upstream-addressing). */
 export function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null {
@@ -94,6 +107,8 @@ export class InstanceContainers {
   readonly mode: UpstreamMode;
   /** workspace networks Slipway's own container was attached to */
   private readonly joined = new Set<string>();
+  /** workspace networks this installation's older containers were moved onto (once per process) */
+  private readonly moved = new Set<string>();
 
   constructor(private readonly o: ContainersOptions) {
     this.labels = instanceLabels(o.instanceId);
@@ -118,7 +133,7 @@ export class InstanceContainers {
   }
 
   /**
-   * `network` is the workspace's, `ws-<slug>`: the callers already know the slug. A `hostPort`
+   * `network` is the workspace's (network()). A `hostPort`
    * taken meanwhile gives way to one the engine picks.
    */
   async start(project: ProjectRow, owner: Owner, image: string, env: Record<string, string>, name: string, network: string, hostPort?: number): Promise<ContainerInfo> {
@@ -199,22 +214,73 @@ export class InstanceContainers {
     return podsOf(this.o.runtime, this.labels, projectId, deploymentId, this.o.usageOf);
   }
 
-  /** The workspace's network, created when missing, with Slipway's own container attached in `network` mode. */
+  /**
+   * The workspace's network (`slipway-<installation>-ws-<slug>`), created when missing, with
+   * Slipway's own container attached in `network` mode. A network of that name is used only when
+   * its labels say it is this installation's network of this workspace; one left by a deleted
+   * workspace of the same slug is removed first (when nothing uses it any more). The first time
+   * in a process, this installation's running containers of the workspace that are not on it
+   * (made by a version that named networks `ws-<slug>`) join it with their DNS names, so that
+   * what is deployed next still reaches them.
+   */
   async network(ws: { id: string; slug: string }): Promise<string> {
-    const name = `ws-${ws.slug}`;
-    await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels }).catch((err: unknown) => {
-      // the address pool is full: the deployment says so, instead of "internal error"
-      throw err instanceof NetworkPoolFullError ? new DeployFailure(err.message) : err;
-    });
+    const name = workspaceNetworkName(this.o.instanceId, ws.slug);
+    await this.ensureNetwork(name, ws, true);
     if (this.mode === 'network' && this.o.self !== undefined && !this.joined.has(name)) {
       await this.o.runtime.connect(name, this.o.self);
       this.joined.add(name);
     }
+    if (!this.moved.has(name)) {
+      await this.joinOlder(name, ws.id);
+      this.moved.add(name);
+    }
     return name;
+  }
+
+  private async ensureNetwork(name: string, ws: { id: string; slug: string }, retry: boolean): Promise<void> {
+    try {
+      await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels });
+    } catch (err) {
+      if (retry && err instanceof ForeignObjectError && err.labels[INSTANCE_LABEL] === this.o.instanceId) {
+        // this installation's, of another workspace: a deleted one that had the slug
+        const removed = await this.o.runtime.removeNetwork(name).then(() => true, () => false);
+        if (removed) {
+          this.forgetNetwork(name);
+          this.o.log.info({ network: name }, 'removed the network of a deleted workspace of the same slug');
+          await this.ensureNetwork(name, ws, false);
+          return;
+        }
+      }
+      // the address pool is full, or the name is taken: the deployment says so, instead of "internal error"
+      throw err instanceof NetworkPoolFullError || err instanceof ForeignObjectError ? new DeployFailure(err.message) : err;
+    }
+  }
+
+  /** This installation's running containers of the workspace that are not on `network` join it, with the DNS names they have elsewhere. */
+  private async joinOlder(network: string, workspaceId: string): Promise<void> {
+    let containers: ContainerInfo[];
+    try {
+      containers = await this.o.runtime.list({ owner: { workspace: workspaceId }, labels: this.labels });
+    } catch (err) {
+      // only older containers' reach depends on it: the deployment goes on, and the next process tries again
+      this.o.log.warn({ err, network }, 'cannot list the workspace\'s containers to attach older ones to its network');
+      return;
+    }
+    for (const c of containers) {
+      if (c.state !== 'running' || Object.hasOwn(c.networks, network) || c.id === this.o.self) continue;
+      const aliases = [...new Set(Object.values(c.aliases ?? {}).flat())];
+      try {
+        await this.o.runtime.connect(network, c.id, aliases);
+        this.o.log.info({ container: c.name, network }, 'a container made before workspace networks were named by installation joined its workspace\'s network');
+      } catch (err) {
+        this.o.log.warn({ err, container: c.name, network }, 'a container could not join its workspace\'s network');
+      }
+    }
   }
 
   /** A removed network: a new workspace with the same slug gets a new one, which Slipway's container must join again. */
   forgetNetwork(name: string): void {
     this.joined.delete(name);
+    this.moved.delete(name);
   }
 }

@@ -10,7 +10,7 @@ import type { RouterDriver } from '../router/index.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { BuildLog } from './build-log.js';
 import { BuildStep } from './build-step.js';
-import { InstanceContainers, type EngineLog, type UpstreamMode, type UsageOf } from './containers.js';
+import { InstanceContainers, isCurrentNetworkName, type EngineLog, type UpstreamMode, type UsageOf } from './containers.js';
 import type { LeaderEngine } from './engine-supervisor.js';
 import { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from './queue.js';
@@ -120,7 +120,7 @@ export class Orchestrator implements LeaderEngine {
       crashes: o.crashes,
     });
     const { keep, everyMs } = o.imageRetention ?? { keep: 5, everyMs: 60_000 };
-    const retention = new Retention({ store, runtime, clock, log, labels, keep, everyMs, forgetNetwork: (name) => { this.containers.forgetNetwork(name); } });
+    const retention = new Retention({ store, runtime, clock, log, labels, keep, everyMs, forgetNetwork: (name) => { this.containers.forgetNetwork(name); }, currentNetwork: (name) => isCurrentNetworkName(o.instanceId, name) });
     this.reconciler = new Reconciler({
       store,
       clock,

@@ -17,6 +17,8 @@ export interface RetentionOptions {
   everyMs: number;
   /** a workspace network was removed (Slipway's container must join its successor again) */
   forgetNetwork(name: string): void;
+  /** whether a network of this installation is named the current way (older versions named them `ws-<slug>`); default: all are */
+  currentNetwork?(name: string): boolean;
 }
 
 /**
@@ -39,12 +41,24 @@ export class Retention {
     return true;
   }
 
-  /** Removes the workspace networks of deleted workspaces, once no container uses them. */
+  /**
+   * Removes the workspace networks of deleted workspaces, and those an older version named
+   * `ws-<slug>`, once no container uses them.
+   */
   async sweepNetworks(): Promise<void> {
     const { store, runtime } = this.o;
     const workspaces = await store.repos.workspaces.ids();
     for (const n of await runtime.listNetworks({ labels: this.o.labels })) {
-      if (n.workspace === null || workspaces.has(n.workspace)) continue;
+      if (n.workspace === null) continue;
+      if (workspaces.has(n.workspace)) {
+        if (this.o.currentNetwork?.(n.name) !== false) continue;
+        // named by an older version: it goes once its containers were replaced by ones on the current network
+        if (await runtime.removeNetwork(n.id).catch(() => false)) {
+          this.o.log.info({ network: n.name }, 'removed a workspace network of an older version, which no container uses any more');
+          this.o.forgetNetwork(n.name);
+        }
+        continue;
+      }
       try {
         if (await runtime.removeNetwork(n.id)) this.o.log.info({ network: n.name }, 'removed the network of a deleted workspace');
         this.o.forgetNetwork(n.name);

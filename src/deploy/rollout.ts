@@ -185,8 +185,9 @@ export class Rollout {
     const env = await containers.envOf(project);
     const ws = await this.o.store.repos.workspaces.byId(project.workspace_id);
     if (ws === undefined) throw new Error(`The workspace of project ${project.id} was deleted.`);
+    const network = await containers.network(ws);
     for (const c of old) {
-      const fresh = await containers.start(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${containers.stamp()}`, `ws-${ws.slug}`);
+      const fresh = await containers.start(project, owner, deployment.image, env, `${c.name.replace(/-r\d+$/, '')}-r${containers.stamp()}`, network);
       try {
         await this.waitHealthy([fresh], project.health_path, undefined);
       } catch (err) {

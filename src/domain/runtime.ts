@@ -38,7 +38,7 @@ export interface EngineInfo {
 }
 
 export interface NetworkSpec {
-  /** `ws-<slug>` (docs/decisions.md#workspaces) */
+  /** `slipway-<installation>-ws-<slug>` (docs/operations.md#several-installations-on-one-engine) */
   name: string;
   /** the owning workspace's id */
   workspace: string;
@@ -62,6 +62,21 @@ export class NetworkPoolFullError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'NetworkPoolFullError';
+  }
+}
+
+/**
+ * ensureNetwork() or ensureVolume() found an object of that name whose labels do not say it is
+ * this spec's (another installation's, another workspace's, or not Slipway's at all): it is
+ * neither joined nor used. `labels` are the ones it has.
+ */
+export class ForeignObjectError extends Error {
+  constructor(
+    message: string,
+    readonly labels: Labels,
+  ) {
+    super(message);
+    this.name = 'ForeignObjectError';
   }
 }
 
@@ -176,6 +191,8 @@ export interface ContainerSpec {
    */
   hostPort?: number;
   restart: RestartPolicy;
+  /** the most processes (and threads) the container may run at once; forks past it fail (a fork bomb stops there) */
+  pidsLimit?: number;
   /**
    * Run a minimal init as PID 1 that forwards signals and reaps zombies: an app that never set
    * a SIGTERM handler (PID 1 ignores it by default) then stops at once instead of being killed
@@ -209,6 +226,10 @@ export interface ContainerInfo {
   networkAddress: string | null;
   /** its address on every network it is attached to, by network name */
   networks: Readonly<Record<string, string>>;
+  /** the DNS names it was given on each network it is attached to, by network name */
+  aliases?: Readonly<Record<string, readonly string[]>>;
+  /** its process limit; null when unlimited */
+  pidsLimit?: number | null;
   /** limits as the engine applies them: vCPU and bytes, null when unlimited */
   cpu: number | null;
   memoryBytes: number | null;
@@ -285,7 +306,8 @@ export interface Runtime {
 
   /**
    * Creates the network unless it exists; safe to call concurrently, also from several processes
-   * on one engine. A driver with an address pool gives it a subnet of its own from the pool, never
+   * on one engine. An existing network of that name is used only when its labels carry every
+   * label of the spec (its workspace's included); otherwise ForeignObjectError. A driver with an address pool gives it a subnet of its own from the pool, never
    * one any other network of the engine uses, and throws NetworkPoolFullError when none is left.
    */
   ensureNetwork(spec: NetworkSpec): Promise<NetworkInfo>;
@@ -293,8 +315,8 @@ export interface Runtime {
   listNetworks(selector: Selector): Promise<ManagedNetwork[]>;
   /** Removes a network no container uses; false when absent; throws while containers use it. */
   removeNetwork(idOrName: string): Promise<boolean>;
-  /** Attaches a running container (Slipway's own, when it runs in one) to a network; idempotent. */
-  connect(network: string, idOrName: string): Promise<void>;
+  /** Attaches a running container (Slipway's own, when it runs in one) to a network, with these DNS names there; idempotent. */
+  connect(network: string, idOrName: string, aliases?: readonly string[]): Promise<void>;
 
   build(spec: BuildSpec): Promise<BuildResult>;
   /** Gives the image `source` the reference `target` (`repository:tag`). */
@@ -307,7 +329,7 @@ export interface Runtime {
   /** Fetches the image from its registry; throws with the engine's reason when it cannot (no registry reachable, unknown image). */
   pull(ref: string, opts?: { timeoutMs?: number }): Promise<void>;
 
-  /** Creates the named volume unless it exists. */
+  /** Creates the named volume unless it exists; an existing one without every label of the spec is refused (ForeignObjectError). */
   ensureVolume(spec: VolumeSpec): Promise<void>;
   /** Removes a volume no container uses; false when absent. */
   removeVolume(name: string): Promise<boolean>;

@@ -20,7 +20,7 @@ import type { DatabaseDetailView, DatabaseView } from '../../src/databases/datab
 import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/databases/policy.js';
 import { DATABASE_LABEL } from '../../src/databases/worker.js';
-import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startDatabaseWorker } from '../factories/databases.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage, ensureDatabaseImages, nodeClientImage, RUN_LABEL, testRunId } from '../factories/images.js';
@@ -120,6 +120,19 @@ async function refusedLogin(type: Kind, url: string): Promise<string> {
   return 'accepted';
 }
 
+/** Every process's argument vector inside the container, as `ps` would show them (the images may have no `ps`). */
+async function argvInside(container: string): Promise<string> {
+  const exec = await new Docker().getContainer(container).exec({ Cmd: ['sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$f"; echo; done'], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const chunks: Buffer[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c));
+  await new Promise((res) => stream.on('end', res));
+  const out = Buffer.concat(chunks).toString('utf8');
+  // at least the server itself is listed, or the check proves nothing
+  expect(out).toMatch(/postgres|mariadbd|mysqld|redis-server/);
+  return out;
+}
+
 /** The client command inside the server's own image, run on the workspace network against `host`. */
 const clientCommand: Record<Kind, (d: DatabaseView, password: string) => string[]> = {
   postgresql: (d, pw) => ['psql', `postgresql://slipway:${pw}@${d.host}:${d.port.toString()}/${d.database_name}`, '-P', 'pager=off', '-tAc', 'select v from notes'],
@@ -213,7 +226,7 @@ describe('managed databases on the engine (sqlite)', () => {
   async function onNetwork(image: string, command: string[]): Promise<string> {
     const name = `dbclient-${randomBytes(4).toString('hex')}`;
     // a TTY: the output comes back as it was printed, not multiplexed
-    const c = await docker.createContainer({ name, Image: image, Entrypoint: [], Cmd: command, Tty: true, HostConfig: { NetworkMode: `ws-${w.slug}` }, Labels: { [RUN_LABEL]: testRunId() } });
+    const c = await docker.createContainer({ name, Image: image, Entrypoint: [], Cmd: command, Tty: true, HostConfig: { NetworkMode: await workspaceNetwork(s, w.slug) }, Labels: { [RUN_LABEL]: testRunId() } });
     try {
       await c.start();
       const timer = setTimeout(() => { void c.kill().catch(() => undefined); }, 60_000);
@@ -245,6 +258,14 @@ describe('managed databases on the engine (sqlite)', () => {
       expect(d.password).toBe('********');
       expect(d.health).toMatchObject({ status: 'running', restarts: 0, memory_limit_bytes: 512 * 1024 * 1024 });
       expect(d.health?.memory_bytes).toBeGreaterThan(0);
+
+      // the password is on no command line: not in what the engine shows of the container, nor in
+      // any process's arguments inside it (issue 26, item 10); it comes in through the environment
+      const inspected = await docker.getContainer(`slipway-db-${created.id}`).inspect();
+      expect(JSON.stringify([inspected.Path, inspected.Args, inspected.Config.Cmd, inspected.Config.Entrypoint])).not.toContain(password);
+      expect(await argvInside(`slipway-db-${created.id}`)).not.toContain(password);
+      // and a fork bomb stops at the process limit (issue 26, item 7)
+      expect(inspected.HostConfig.PidsLimit).toBe(512);
 
       // from the host: the connection string the API gives for the published port, with the password of the create response
       const external = (d.external_connection_string ?? '').replace('********', password);

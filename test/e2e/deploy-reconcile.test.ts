@@ -7,7 +7,7 @@ import type { StopOptions } from '../../src/domain/runtime.js';
 import type { DeploymentView as Deployment } from '../../src/projects/views.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
-import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { deployAndSettle } from '../factories/deployments.js';
@@ -97,7 +97,7 @@ describe.each(STORE_KINDS)('a reconcile pass with an orphan the engine cannot re
   }, 60_000);
 
   it('still heals, routes and sweeps everything else, and removes the other orphans', async () => {
-    const network = `ws-${fx.w.slug}`;
+    const network = await workspaceNetwork(fx.s, fx.w.slug);
     const stuck = await orphan(`${instance.slice(0, 12)}-stuck-orphan`, network);
     runtime.stuck.add(stuck.id);
     const free = await orphan(`${instance.slice(0, 12)}-free-orphan`, network);

@@ -3,7 +3,7 @@
 // same sweep removes the networks of deleted workspaces.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { waitFor } from '../factories/process.js';
@@ -91,7 +91,8 @@ describe('keeping the images of the newest deployments only', () => {
   });
 
   it('removes the network of a deleted workspace', async () => {
-    const networkOf = async () => (await docker.listNetworks({ filters: { name: [`ws-${w.slug}`] } })).filter((n) => n.Name === `ws-${w.slug}`);
+    const name = await workspaceNetwork(s, w.slug);
+    const networkOf = async () => (await docker.listNetworks({ filters: { name: [name] } })).filter((n) => n.Name === name);
     expect(await networkOf()).toHaveLength(1);
     const deleted = await s.request('DELETE', `/api/workspaces/${w.slug}`, { key: w.owner.key });
     expect(deleted.status, deleted.text).toBe(200);

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentView as Deployment, ProjectView } from '../../src/projects/views.js';
-import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { inProgress } from '../factories/deployments.js';
 
@@ -101,7 +101,8 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
 
     // one network per workspace, each with its own subnet of the pool (10.213.0.0/16 by default)
     const docker = new Docker();
-    const networks = (await docker.listNetworks()).filter((n) => n.Name.startsWith(`ws-mw${run}-`));
+    const prefix = await workspaceNetwork(fx.s, `mw${run}-`);
+    const networks = (await docker.listNetworks()).filter((n) => n.Name.startsWith(prefix));
     expect(networks).toHaveLength(WORKSPACES);
     const subnets = networks.map((n) => n.IPAM?.Config?.[0]?.Subnet ?? '');
     expect(new Set(subnets).size).toBe(WORKSPACES);

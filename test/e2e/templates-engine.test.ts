@@ -100,6 +100,10 @@ describe('template instances on the engine', () => {
     expect(d1).toMatchObject({ source: 'template', image: 'slipway-test/tpl-hello:1.0' });
     const page = await viaRouter(engine.routerPort, inst.default_domain);
     expect(page).toEqual({ status: 200, body: `image Ahoy at ${inst.url} boots=1\n` });
+    // its containers have a process limit (issue 26, item 7: --pids-limit, default 512)
+    for (const c of await docker.listContainers({ filters: { label: [`slipway.deployment=${d1.id}`] } })) {
+      expect((await docker.getContainer(c.Id).inspect()).HostConfig.PidsLimit).toBe(512);
+    }
     // the build log over WebSocket, replayed to its end
     const log = await openStream(`${s.url.replace('http', 'ws')}${one}/deployments/${d1.id}/logs`, { 'x-api-key': w.member.key }).closed;
     expect(log.join('\n')).toContain('Using the image slipway-test/tpl-hello:1.0; no build.');

@@ -5,7 +5,7 @@
 // runtime conformance suite (connect). Traffic goes only to the project's own containers.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
+import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { deployAndSettle } from '../factories/deployments.js';
@@ -51,7 +51,7 @@ describe('routing to containers on their workspace-network address (--upstream-m
     expect(containers).toHaveLength(2);
     for (const c of containers) {
       const inspected = await docker.getContainer(c.Id).inspect();
-      expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([`ws-${w.slug}`]);
+      expect(Object.keys(inspected.NetworkSettings.Networks)).toEqual([await workspaceNetwork(s, w.slug)]);
       expect(Object.values(inspected.NetworkSettings.Ports as Record<string, unknown[] | null>).flatMap((bindings) => bindings ?? [])).toEqual([]);
     }
   });

@@ -13,7 +13,7 @@ import type { DatabaseWorker } from '../../src/databases/worker.js';
 import { Orchestrator, type OrchestratorOptions } from '../../src/deploy/orchestrator.js';
 import { createRouterDriver, type RouterDriver } from '../../src/router/index.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
+import { instanceLabels, workspaceNetworkName } from '../../src/deploy/containers.js';
 import { LogCollector } from '../../src/logs/collector.js';
 import { LogWriter } from '../../src/logs/log-writer.js';
 import { instanceId } from '../../src/store/db.js';
@@ -124,6 +124,11 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       rmSync(workDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The engine's name of the workspace network of `slug` on `s`'s installation. */
+export async function workspaceNetwork(s: TestServer, slug: string): Promise<string> {
+  return workspaceNetworkName(await instanceId(s.store), slug);
 }
 
 /** GET `path` through the router with a Host header, on a fresh connection each time. */

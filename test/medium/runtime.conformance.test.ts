@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
+import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
 import type { NetworkPool } from '../../src/runtime/docker/network-pool.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
@@ -135,6 +135,25 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(new Set([a.subnet, b.subnet, c.subnet]).size).toBe(1);
     });
 
+    it('joins or uses an existing network or volume only when its labels say it is the spec\'s', async () => {
+      const name = unique('ws');
+      await rt.ensureNetwork({ name, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-a' } });
+      // another installation's network of the same name, or another workspace's: refused, not joined
+      const foreign = await rt.ensureNetwork({ name, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-b' } }).then(() => null, (err: unknown) => err);
+      expect(foreign).toBeInstanceOf(ForeignObjectError);
+      expect((foreign as ForeignObjectError).message).toMatch(new RegExp(`Network ${name} exists on the engine but is not`));
+      expect((foreign as ForeignObjectError).labels['slipway.instance']).toBe('installation-a');
+      await expect(rt.ensureNetwork({ name, workspace: `other-${suite}`, labels: { ...labels, 'slipway.instance': 'installation-a' } })).rejects.toBeInstanceOf(ForeignObjectError);
+      expect((await rt.ensureNetwork({ name, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-a' } })).created).toBe(false);
+      expect(await rt.removeNetwork(name)).toBe(true);
+
+      const volume = unique('vol');
+      await rt.ensureVolume({ name: volume, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-a' } });
+      await expect(rt.ensureVolume({ name: volume, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-b' } })).rejects.toBeInstanceOf(ForeignObjectError);
+      await rt.ensureVolume({ name: volume, workspace: owner().workspace, labels: { ...labels, 'slipway.instance': 'installation-a' } });
+      expect(await rt.removeVolume(volume)).toBe(true);
+    });
+
     it('builds from a context directory and a Dockerfile path, streaming every line in order', async () => {
       // no line break at the end
       const dockerfile = [
@@ -239,6 +258,8 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(web.image).toBe(appImage);
       expect(web.startedAt).toBeInstanceOf(Date);
       expect(web.networkAddress).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      // a process limit on every container: the driver's default unless the spec sets one
+      expect(web.pidsLimit).toBe(512);
 
       const port = String(web.hostPort);
       expect(await httpGet(`http://127.0.0.1:${port}/index.html`)).toBe('hello from slipway\n');
@@ -307,6 +328,28 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(await rt.removeNetwork(name)).toBe(true);
       expect(await rt.removeNetwork(name)).toBe(false);
       expect(await rt.listNetworks({ owner: { workspace }, labels })).toEqual([]);
+    });
+
+    it('stops a fork bomb at the container\'s process limit: forks past it fail', async () => {
+      // 200 background sleeps, at most: without a limit they would all start (a bounded bomb)
+      const bomb = await rt.run(spec({
+        pidsLimit: 32,
+        command: ['sh', '-c', '( i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done ); echo "forks done"; exec sleep 600'],
+      }));
+      expect(bomb.pidsLimit).toBe(32);
+      const lines: string[] = [];
+      await until('the forks to end', async () => {
+        const feed = await rt.logs(bomb.id, { follow: false });
+        lines.length = 0;
+        for await (const l of feed) lines.push(l.message);
+        return lines.includes('forks done') ? true : undefined;
+      });
+      expect(lines.join('\n')).toMatch(/can't fork|Resource temporarily unavailable/);
+      // what runs in it stays within the limit (the engine counts its processes)
+      const stats = await new Docker().getContainer(bomb.id).stats({ stream: false }) as { pids_stats?: { current?: number } };
+      expect(stats.pids_stats?.current).toBeLessThanOrEqual(32);
+      expect(stats.pids_stats?.current).toBeGreaterThanOrEqual(28);
+      await rt.remove(bomb.id);
     });
 
     it('refuses a container it cannot run and leaves nothing behind', async () => {

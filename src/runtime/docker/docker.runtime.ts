@@ -27,7 +27,7 @@ import type {
   StopOptions,
   VolumeSpec,
 } from '../../domain/runtime.js';
-import { HostPortTakenError, NetworkPoolFullError } from '../../domain/runtime.js';
+import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError } from '../../domain/runtime.js';
 import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusOf, stripAnsi } from './engine.js';
 import { packBuildContext } from './build-context.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
@@ -53,7 +53,15 @@ export interface DockerRuntimeOptions {
    * DEFAULT_NETWORK_POOL. null: the engine's own default address pools (about 30 networks).
    */
   networkPool?: NetworkPool | null;
+  /**
+   * The process limit (`--pids-limit`) of every container run() starts whose spec sets none;
+   * default DEFAULT_PIDS_LIMIT. A fork past it fails inside the container.
+   */
+  pidsLimit?: number;
 }
+
+/** Processes (threads included) a container may run at once unless configured otherwise (`--pids-limit`). */
+export const DEFAULT_PIDS_LIMIT = 512;
 
 /** Subnet picks that another client of the engine took first, before giving up. */
 const SUBNET_ATTEMPTS = 20;
@@ -89,6 +97,9 @@ interface EngineEvent {
 /** The engine sends null where the API's types promise a map or a list. */
 const orNull = <T>(value: T): T | null => value;
 
+/** Whether `labels` carry every entry of `wanted`. */
+const carries = (labels: Labels, wanted: Labels): boolean => Object.entries(wanted).every(([k, v]) => labels[k] === v);
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -104,6 +115,7 @@ export class DockerRuntime implements Runtime {
   /** ensureNetwork calls in flight, by name: concurrent callers share one creation */
   private readonly creatingNetworks = new Map<string, Promise<NetworkInfo>>();
   private readonly networkPool: NetworkPool | null;
+  private readonly pidsLimit: number;
   /** subnet picks of this process, one at a time (other processes are caught by the engine's overlap check) */
   private picking: Promise<unknown> = Promise.resolve();
 
@@ -112,6 +124,7 @@ export class DockerRuntime implements Runtime {
     this.publishHost = opts.publishHost ?? '127.0.0.1';
     this.builder = opts.builder ?? 'buildkit';
     this.networkPool = opts.networkPool === undefined ? DEFAULT_NETWORK_POOL : opts.networkPool;
+    this.pidsLimit = opts.pidsLimit ?? DEFAULT_PIDS_LIMIT;
   }
 
   async check(): Promise<EngineInfo> {
@@ -141,21 +154,34 @@ export class DockerRuntime implements Runtime {
   }
 
   private async createNetwork(spec: NetworkSpec): Promise<NetworkInfo> {
+    const wanted = withOwner({ workspace: spec.workspace }, spec.labels);
+    // an existing network is this spec's only when its labels say so: a same-named network of
+    // another installation (or workspace) is never joined (docs/operations.md)
+    const adopt = (n: Docker.NetworkInspectInfo): NetworkInfo => {
+      const labels: Labels = orNull(n.Labels) ?? {};
+      if (!carries(labels, wanted)) {
+        throw new ForeignObjectError(
+          `Network ${spec.name} exists on the engine but is not this installation's network of workspace ${spec.workspace} (its labels say otherwise); Slipway does not join it. Remove it (docker network rm ${spec.name}) once nothing uses it.`,
+          labels,
+        );
+      }
+      return { id: n.Id, name: spec.name, created: false, subnet: subnetsOf(n)[0] ?? null };
+    };
     const existing = await this.networksNamed(spec.name);
     const first = existing[0];
-    if (first !== undefined) return { id: first.Id, name: spec.name, created: false, subnet: subnetsOf(first)[0] ?? null };
+    if (first !== undefined) return adopt(first);
     let created: { id: string; subnet: string | null };
     try {
       created = await this.createWithSubnet({
         Name: spec.name,
         Driver: 'bridge',
         CheckDuplicate: true,
-        Labels: withOwner({ workspace: spec.workspace }, spec.labels),
+        Labels: wanted,
       });
     } catch (err) {
       if (err instanceof NetworkPoolFullError) throw err;
       const again = (await this.networksNamed(spec.name))[0];
-      if (statusOf(err) === 409 && again !== undefined) return { id: again.Id, name: spec.name, created: false, subnet: subnetsOf(again)[0] ?? null };
+      if (statusOf(err) === 409 && again !== undefined) return adopt(again);
       throw new Error(`Cannot create network ${spec.name}: ${engineMessage(err)}`, { cause: err });
     }
     // The engine's duplicate check is best effort: when another process created the same name at
@@ -164,7 +190,7 @@ export class DockerRuntime implements Runtime {
     const winner = all[0];
     if (winner !== undefined && winner.Id !== created.id) {
       await this.docker.getNetwork(created.id).remove().catch(() => undefined);
-      return { id: winner.Id, name: spec.name, created: false, subnet: subnetsOf(winner)[0] ?? null };
+      return adopt(winner);
     }
     return { id: created.id, name: spec.name, created: true, subnet: created.subnet };
   }
@@ -217,7 +243,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async connect(network: string, idOrName: string): Promise<void> {
+  async connect(network: string, idOrName: string, aliases?: readonly string[]): Promise<void> {
     const net = (await this.networksNamed(network))[0];
     if (net === undefined) throw new Error(`Cannot attach ${idOrName} to network ${network}: there is no such network.`);
     const attached = await this.docker.getNetwork(net.Id).inspect() as { Containers?: Record<string, unknown> | null };
@@ -225,7 +251,7 @@ export class DockerRuntime implements Runtime {
     if (container === null) throw new Error(`Cannot attach ${idOrName} to network ${network}: there is no such container.`);
     if (Object.hasOwn(attached.Containers ?? {}, container.Id)) return;
     try {
-      await this.docker.getNetwork(net.Id).connect({ Container: container.Id });
+      await this.docker.getNetwork(net.Id).connect({ Container: container.Id, ...(aliases === undefined ? {} : { EndpointConfig: { Aliases: [...aliases] } }) });
     } catch (err) {
       // attached meanwhile by a concurrent call: the engine says so with 403
       if (statusOf(err) === 403 && /already exists/.test(engineMessage(err))) return;
@@ -414,11 +440,18 @@ export class DockerRuntime implements Runtime {
   }
 
   async ensureVolume(spec: VolumeSpec): Promise<void> {
+    const wanted = withOwner({ workspace: spec.workspace }, spec.labels);
+    let labels: Labels;
     try {
       // creating an existing volume is a no-op on the engine (its labels stay as they were)
-      await this.docker.createVolume({ Name: spec.name, Labels: withOwner({ workspace: spec.workspace }, spec.labels) });
+      await this.docker.createVolume({ Name: spec.name, Labels: wanted });
+      labels = orNull((await this.docker.getVolume(spec.name).inspect()).Labels) ?? {};
     } catch (err) {
       throw new Error(`Cannot create volume ${spec.name}: ${engineMessage(err)}`, { cause: err });
+    }
+    // a volume of that name that another installation (or workspace, or anyone) made is not used
+    if (!carries(labels, wanted)) {
+      throw new ForeignObjectError(`Volume ${spec.name} exists on the engine but is not this installation's (its labels say otherwise); Slipway does not use it.`, labels);
     }
   }
 
@@ -471,6 +504,8 @@ export class DockerRuntime implements Runtime {
           NetworkMode: spec.network,
           RestartPolicy: restartPolicy(spec.restart),
           Init: spec.init === true,
+          // a fork bomb stops at the limit instead of taking the host's process table
+          PidsLimit: spec.pidsLimit ?? this.pidsLimit,
           // an empty HostPort asks the engine for an ephemeral port
           ...(portKey === undefined || spec.publish === false ? {} : { PortBindings: { [portKey]: [{ HostIp: spec.publishAddress ?? this.publishHost, HostPort: spec.hostPort === undefined ? '' : String(spec.hostPort) }] } }),
           ...(spec.mounts === undefined || spec.mounts.length === 0 ? {} : { Mounts: spec.mounts.map((m) => ({ Type: 'volume' as const, Source: m.volume, Target: m.path })) }),
@@ -514,7 +549,7 @@ export class DockerRuntime implements Runtime {
     const ports = orNull<Record<string, { HostIp: string; HostPort: string }[] | null | undefined>>(i.NetworkSettings.Ports) ?? {};
     const bindings = port === null ? [] : (ports[`${String(port)}/tcp`] ?? []);
     const binding = bindings.find((b) => b.HostIp === this.publishHost) ?? bindings[0];
-    const networks = orNull<Record<string, { IPAddress: string } | undefined>>(i.NetworkSettings.Networks) ?? {};
+    const networks = orNull<Record<string, { IPAddress: string; Aliases?: string[] | null } | undefined>>(i.NetworkSettings.Networks) ?? {};
     const network = networks[i.HostConfig.NetworkMode ?? ''] ?? Object.values(networks)[0];
     const finishedAt = engineDate(i.State.FinishedAt);
     const status = i.State.Status as ContainerState;
@@ -533,6 +568,8 @@ export class DockerRuntime implements Runtime {
       hostPort: binding === undefined || binding.HostPort === '' ? null : Number(binding.HostPort),
       networkAddress: network === undefined || network.IPAddress === '' ? null : network.IPAddress,
       networks: Object.fromEntries(Object.entries(networks).flatMap(([name, n]) => (n === undefined || n.IPAddress === '' ? [] : [[name, n.IPAddress]]))),
+      aliases: Object.fromEntries(Object.entries(networks).map(([name, n]) => [name, (orNull(n?.Aliases) ?? []).filter((a) => !i.Id.startsWith(a))])),
+      pidsLimit: (i.HostConfig.PidsLimit ?? 0) > 0 ? (i.HostConfig.PidsLimit ?? null) : null,
       cpu: (i.HostConfig.NanoCpus ?? 0) > 0 ? (i.HostConfig.NanoCpus ?? 0) / 1e9 : null,
       memoryBytes: (i.HostConfig.Memory ?? 0) > 0 ? (i.HostConfig.Memory ?? 0) : null,
       owner: ownerOf(labels),
@@ -701,7 +738,7 @@ export class DockerRuntime implements Runtime {
         if (await ignoreMissing(this.docker.getNetwork(n.Id).remove())) purged.networks++;
       } catch (err) {
         // still used by containers the selector does not match (another installation's, on a
-        // shared `ws-<slug>` name): left for whoever removes those
+        // `ws-<slug>` network that versions before networks were named by installation shared): left for whoever removes those
         if (statusOf(err) !== 403) throw err;
       }
     };
