@@ -215,7 +215,7 @@ describe.each(STORE_KINDS)('the memory all tenants may reserve on %s', (kind) =>
     expect((await s.request('POST', `${api(a)}/templates`, { key: a.member.key, body: { name: 'umami', template_name: 'umami' } })).status).toBe(201);
     const deployments = async () => (await s.store.db.selectFrom('deployments').select('id').execute()).length;
     const queued = await deployments();
-    const tooMuch = await s.request<unknown>('POST', `${api(a)}/templates/umami/deploy`, { key: a.member.key, body: { mode: 'image' } });
+    const tooMuch = await s.request('POST', `${api(a)}/templates/umami/deploy`, { key: a.member.key, body: { mode: 'image' } });
     expect(tooMuch).toMatchObject(refused);
     expect(tooMuch.body.error).toBe(
       'This installation cannot reserve 512 MiB of memory for it now: the containers of all its tenants may reserve at most 2 GiB together (--max-reserved-memory, SLIPWAY_MAX_RESERVED_MEMORY), and that bound would be passed. Stop or shrink something you run, or ask the operator.',
