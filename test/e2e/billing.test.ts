@@ -4,6 +4,7 @@
 // engine's side is test/e2e/billing-engine.test.ts; the real gateways' is billing-gateways.test.ts.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BillingRepository } from '../../src/store/repositories/billing.js';
+import type { EngineContainer } from '../../src/billing/meter.js';
 import { billingWorker, money, runningDatabase, runningProject, setClock } from '../factories/billing.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';
@@ -215,6 +216,38 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
         const rows = await s.store.db.selectFrom('wallet_transactions').select('id').where('workspace_id', '=', w2.id).where('type', '=', 'usage').execute();
         expect(rows.length).toBeLessThanOrEqual(3);
       }
+    });
+
+    it('charges a container that stopped between two passes up to its exit, and a container back in a minute already charged not again', async () => {
+      const p = await runningProject(s, w.id, { replicas: 1, cpu: '1', ram: '1' });
+      await s.store.db.updateTable('deployments').set({ status: 'stopped' }).where('id', '=', p.deploymentId).execute();
+      // the engine's answer, as the test sets it: one container of p
+      let container: EngineContainer = { id: `crash-${p.id}`, resource: p.id, running: true, finishedAt: null, cpu: 1, memoryBytes: 1024 ** 3 };
+      const worker = billingWorker(s, () => Promise.resolve([container])).worker;
+      const before = await charged();
+      step(MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(694);
+      // it exits 30 s into the next minute; the pass after sees it stopped: that minute is charged, no later one
+      const exit = new Date(Math.floor(s.clock.now().getTime() / MINUTE) * MINUTE + MINUTE + 30_000);
+      container = { ...container, running: false, finishedAt: exit };
+      step(2 * MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(2 * 694);
+      step(MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(2 * 694);
+      // it runs again, is charged for this minute, stops and runs again within it: charged once
+      container = { ...container, running: true, finishedAt: exit };
+      await worker.pass();
+      container = { ...container, running: false, finishedAt: s.clock.now() };
+      await worker.pass();
+      container = { ...container, running: true };
+      await worker.pass();
+      expect((await charged()) - before).toBe(3 * 694);
+      container = { ...container, running: false };
+      await worker.pass();
+      await s.store.db.deleteFrom('projects').where('id', '=', p.id).execute();
     });
 
     it('never charges the minutes a resource did not run', async () => {
