@@ -97,10 +97,10 @@ export async function meterPass(deps: Deps, containers: readonly EngineContainer
   const meters = await store.repos.billing.meters();
   const result: MeterPass = { running: 0, minutes: 0, posted: 0, raced: 0 };
 
-  const byWorkspace = new Map<string, { charge: { c: Metered; until: number; running: boolean }[]; idle: Meter[] }>();
+  const byWorkspace = new Map<string, { workspace: string; charge: { c: Metered; until: number; running: boolean }[]; idle: Meter[] }>();
   const entry = (ws: string) => {
     let e = byWorkspace.get(ws);
-    if (e === undefined) byWorkspace.set(ws, (e = { charge: [], idle: [] }));
+    if (e === undefined) byWorkspace.set(ws, (e = { workspace: ws, charge: [], idle: [] }));
     return e;
   };
   const charged = new Set<string>();
@@ -127,10 +127,13 @@ export async function meterPass(deps: Deps, containers: readonly EngineContainer
     try {
       result.minutes += await store.transaction(async (tx) => {
         let minutes = 0;
+        // the containers of one resource add to one accrual per hour, written in one statement for the workspace
+        const accruals = new Map<string, { hour: string; usage: Usage }>();
         for (const { c, until, running } of work.charge) {
-          minutes += await meterOne(tx.billing, c, meters.get(c.id) ?? null, meters.get(c.resource_id) ?? null, minute, until, running, prices);
+          minutes += await meterOne(tx.billing, c, meters.get(c.id) ?? null, meters.get(c.resource_id) ?? null, minute, until, running, prices, accruals);
         }
         for (const m of work.idle) await tx.billing.moveMeter(m, { ...m, running: false });
+        if (accruals.size > 0) await tx.billing.accrue(work.workspace, [...accruals.values()]);
         return minutes;
       });
     } catch (err) {
@@ -174,6 +177,7 @@ async function meterOne(
   until: number,
   running: boolean,
   prices: Prices,
+  accruals: Map<string, { hour: string; usage: Usage }>,
 ): Promise<number> {
   // A container seen for the first time, or again after not running, pays from the current minute.
   const from = meter === null ? Math.max(minute, legacy?.next_minute ?? 0) : meter.running ? meter.next_minute : Math.max(meter.next_minute, minute);
@@ -188,12 +192,22 @@ async function meterOne(
     const n = end - start;
     const ch = charge(n, rate, carry);
     carry = ch.carry;
-    await billing.accrue(c.workspace_id, hourOf(start), usageOf(c, n, ch.micros));
+    addUsage(accruals, hourOf(start), usageOf(c, n, ch.micros));
     charged += n;
     start = end;
   }
   await billing.moveMeter(meter, { resource_id: c.id, workspace_id: c.workspace_id, next_minute: next, carry, running });
   return charged;
+}
+
+const USAGE_SUMS = ['minutes', 'vcpu_milli_minutes', 'ram_milli_minutes', 'db_mib_minutes', 'amount_micros'] as const;
+
+/** Adds `u` to the accrual of its resource and `hour`. */
+function addUsage(accruals: Map<string, { hour: string; usage: Usage }>, hour: string, u: Usage): void {
+  const key = `${hour} ${u.resource_id}`;
+  const seen = accruals.get(key);
+  if (seen === undefined) accruals.set(key, { hour, usage: u });
+  else for (const k of USAGE_SUMS) seen.usage[k] += u[k];
 }
 
 function usageOf(c: Metered, minutes: number, micros: number): Usage {

@@ -149,13 +149,16 @@ export class BillingRepository extends Repository {
     await this.db.deleteFrom('billing_meters').where('running', '=', 0).where('next_minute', '<=', minute).execute();
   }
 
-  /** Adds metered minutes to the resource's accrual for `hour`. */
-  async accrue(workspaceId: string, hour: string, u: Usage): Promise<void> {
-    await this.db
-      .insertInto('billing_accruals')
-      .values({ workspace_id: workspaceId, hour, ...u })
-      .onConflict((oc) => oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet(addedTo('billing_accruals')))
-      .execute();
+  /** Adds metered minutes to the workspace's accruals, one per resource and hour (at most one row of each in `rows`), in one statement. */
+  async accrue(workspaceId: string, rows: readonly { hour: string; usage: Usage }[]): Promise<void> {
+    // 500 rows of 10 values stay well inside both stores' limits on bound parameters
+    for (let i = 0; i < rows.length; i += 500) {
+      await this.db
+        .insertInto('billing_accruals')
+        .values(rows.slice(i, i + 500).map((r) => ({ workspace_id: workspaceId, hour: r.hour, ...r.usage })))
+        .onConflict((oc) => oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet(addedTo('billing_accruals')))
+        .execute();
+    }
   }
 
   /** The workspaces with accruals of hours before `hour`: theirs are due to be posted. */
