@@ -1,5 +1,7 @@
 // Usage metering at scale (issue 14): one metering pass over 1,000 running resources (100
-// workspaces × 8 projects + 2 databases), a pass a simulated minute for two hours, on SQLite and
+// workspaces × 8 projects + 2 databases; 1,500 containers: the projects have 1–3 replicas, and
+// metering charges each container the engine reports running, issue 26), a pass a simulated
+// minute for two hours, on SQLite and
 // PostgreSQL. Beside it, the reference: the least a pass can write, hand-written with
 // better-sqlite3 prepared statements in one transaction (one meter update and one accrual upsert
 // per resource), over the same rows on SQLite. Goals: a pass ≤ 1 s on SQLite, and at most one
@@ -14,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { sql } from 'kysely';
-import { meterPass } from '../src/billing/meter.js';
+import { meterPass, type EngineContainer } from '../src/billing/meter.js';
 import { DEFAULT_BILLING_POLICY } from '../src/billing/policy.js';
 import type { Deps } from '../src/deps.js';
 import { idSource, iso, systemRandom, type Clock } from '../src/domain/clock.js';
@@ -81,6 +83,8 @@ interface Run {
   resources: number;
   passes: number;
   pass_ms: ReturnType<typeof summary>;
+  /** containers charged by a pass */
+  containers: number;
   /** rows written by one steady pass (SQLite's total_changes); null on PostgreSQL */
   rows_written_per_pass: number | null;
   ledger_rows_per_workspace_per_hour: number;
@@ -93,24 +97,32 @@ async function slipway(label: string, url: string, workspaces: number, minutes: 
     const clock = new FixedClock(START);
     const deps = depsOf(store, clock);
     await populate(deps, workspaces);
+    // what the engine reports: a container per replica, one per database (listing the engine is not part of the pass timed)
+    const projects = await store.db.selectFrom('projects').select(['id', 'replicas', 'cpu', 'ram']).execute();
+    const dbs = await store.db.selectFrom('databases').select(['id', 'memory_mb']).execute();
+    const containers: EngineContainer[] = [
+      ...projects.flatMap((p) => Array.from({ length: p.replicas }, (_, i) => ({ id: `${p.id}-r${i.toString()}`, resource: p.id, running: true, finishedAt: null, cpu: Number(p.cpu), memoryBytes: Math.round(Number(p.ram) * 1024 ** 3) }))),
+      ...dbs.map((d) => ({ id: `db-${d.id}`, resource: d.id, running: true, finishedAt: null, cpu: null, memoryBytes: d.memory_mb * 1024 * 1024 })),
+    ];
     const times: number[] = [];
     let writes: number | null = null;
     const changes = async () => (await sql<{ n: number }>`select total_changes() as n`.execute(store.db)).rows[0]?.n ?? 0;
-    let resources = 0;
+    let running = 0;
     for (let i = 0; i < minutes; i++) {
       const before = store.dialect === 'sqlite' ? await changes() : 0;
       const t0 = performance.now();
-      const r = await meterPass(deps, clock.now());
+      const r = await meterPass(deps, containers, clock.now());
       times.push(performance.now() - t0);
       if (store.dialect === 'sqlite' && i === 5) writes = (await changes()) - before;
-      resources = r.running;
+      running = r.running;
       clock.at += 60_000;
     }
     const usageRows = await store.db.selectFrom('wallet_transactions').select((eb) => eb.fn.countAll<string | number>().as('n')).where('type', '=', 'usage').executeTakeFirstOrThrow();
     const hours = Math.floor((START + (minutes - 1) * 60_000) / 3_600_000) - Math.floor(START / 3_600_000);
     return {
       store: label,
-      resources,
+      resources: projects.length + dbs.length,
+      containers: running,
       passes: minutes,
       pass_ms: summary(times, 1),
       rows_written_per_pass: writes,

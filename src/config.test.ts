@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from './config.js';
 
@@ -161,18 +162,25 @@ describe('tenant limits and the network pool', () => {
     return '';
   };
 
-  it('limits 10 workspaces per user and 50 projects per workspace, and pools networks in 10.213.0.0/16 by default', () => {
+  it('limits 10 workspaces per user, 50 projects and 10 databases per workspace, reserved memory to the host\'s, and pools networks in 10.213.0.0/16 by default', () => {
     const c = resolveConfig({}, {}, '/srv');
-    expect(c.limits).toEqual({ maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50 });
+    expect(c.limits).toEqual({ maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50, maxDatabasesPerWorkspace: 10, maxReservedMemoryMb: Math.floor(totalmem() / 1024 ** 2) });
     expect(c.networkPool).toEqual({ cidr: '10.213.0.0/16', size: 24 });
-    const custom = resolveConfig({ 'max-workspaces-per-user': '0', 'network-pool': '10.200.0.0/14', 'network-size': '26' }, { SLIPWAY_MAX_PROJECTS_PER_WORKSPACE: '7' }, '/srv');
-    expect(custom.limits).toEqual({ maxWorkspacesPerUser: 0, maxProjectsPerWorkspace: 7 });
+    const custom = resolveConfig(
+      { 'max-workspaces-per-user': '0', 'max-databases-per-workspace': '3', 'max-reserved-memory': '1.5', 'network-pool': '10.200.0.0/14', 'network-size': '26' },
+      { SLIPWAY_MAX_PROJECTS_PER_WORKSPACE: '7' },
+      '/srv',
+    );
+    expect(custom.limits).toEqual({ maxWorkspacesPerUser: 0, maxProjectsPerWorkspace: 7, maxDatabasesPerWorkspace: 3, maxReservedMemoryMb: 1536 });
+    expect(resolveConfig({ 'max-reserved-memory': '0' }, {}, '/srv').limits.maxReservedMemoryMb).toBe(0);
     expect(custom.networkPool).toEqual({ cidr: '10.200.0.0/14', size: 26 });
     expect(resolveConfig({ 'network-pool': '' }, {}, '/srv').networkPool).toBeNull();
   });
 
   it.each([
     [{ 'max-workspaces-per-user': '-1' }, '--max-workspaces-per-user must be a whole number from 0 to 1000000 (got "-1").'],
+    [{ 'max-databases-per-workspace': '2.5' }, '--max-databases-per-workspace must be a whole number from 0 to 1000000 (got "2.5").'],
+    [{ 'max-reserved-memory': 'lots' }, '--max-reserved-memory must be a number of GiB from 0 to 1048576 (0: no bound), or auto (got "lots").'],
     [{ 'network-pool': '10.213.0.0' }, '--network-pool with SLIPWAY_NETWORK_SIZE must be an IPv4 CIDR block like 10.213.0.0/16 (got "10.213.0.0").'],
     [{ 'network-pool': 'fd00::/64' }, 'must be an IPv4 CIDR block'],
     [{ 'network-pool': '10.213.1.0/16' }, 'must start at its block\'s first address (10.213.0.0/16, not "10.213.1.0/16")'],

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { totalmem } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isPostgresUrl } from './store/db.js';
 import type { RateLimit } from './api/rate-limit.js';
@@ -141,6 +142,8 @@ export const SETTINGS = [
   { flag: 'builder', env: 'SLIPWAY_BUILDER', def: 'buildkit', help: 'how the Docker Engine builds images: buildkit, or classic (the legacy builder, for engines without BuildKit)' },
   { flag: 'max-workspaces-per-user', env: 'SLIPWAY_MAX_WORKSPACES_PER_USER', def: '10', help: 'workspaces a user may create (those that still exist, whoever owns them now): POST /api/workspaces beyond it answers 403 (the bootstrap and `slipway admin` are not limited); 0: no limit' },
   { flag: 'max-projects-per-workspace', env: 'SLIPWAY_MAX_PROJECTS_PER_WORKSPACE', def: '50', help: 'projects a workspace may hold: creating one more answers 403; 0: no limit' },
+  { flag: 'max-databases-per-workspace', env: 'SLIPWAY_MAX_DATABASES_PER_WORKSPACE', def: '10', help: 'databases a workspace may hold, those its template instances made included: creating one more (or an instance with one) answers 403; 0: no limit' },
+  { flag: 'max-reserved-memory', env: 'SLIPWAY_MAX_RESERVED_MEMORY', def: 'auto', help: 'GiB of memory the containers of all tenants may reserve together (projects and template instances: replicas × memory; databases: their memory limit): a deploy, redeploy, rollback, restart, resize, template deploy or database that would pass it answers 409 before anything starts; auto: the memory of the host Slipway runs on (set it when the Docker Engine is another machine); 0: no bound' },
   { flag: 'network-pool', env: 'SLIPWAY_NETWORK_POOL', def: '10.213.0.0/16', help: 'IPv4 block that workspace networks get their subnets from (one per workspace, never one another engine network uses); it must not be used on the host\'s own networks; empty: the engine\'s default pools (about 30 networks)' },
   { flag: 'network-size', env: 'SLIPWAY_NETWORK_SIZE', def: '24', help: 'prefix length of each workspace network in the pool: 24 gives 256 networks of 254 addresses in a /16' },
   { flag: 'keep-images', env: 'SLIPWAY_KEEP_IMAGES', def: '5', help: 'images of the newest deployments each project keeps for rollbacks (besides running ones); older images are removed' },
@@ -268,6 +271,17 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
       }
     }
     return items;
+  }
+  /** `--max-reserved-memory`: GiB (decimals allowed) as MiB; `auto`: the host's memory; 0: no bound. */
+  function reservedMemory(): number {
+    const value = raw('max-reserved-memory').trim();
+    if (value === 'auto') return Math.floor(totalmem() / 1024 ** 2);
+    const n = Number(value);
+    if (value === '' || !Number.isFinite(n) || n < 0 || n > 1_048_576) {
+      problems.push(`${where('max-reserved-memory')} must be a number of GiB from 0 to 1048576 (0: no bound), or auto (got "${value}").`);
+      return 0;
+    }
+    return Math.round(n * 1024);
   }
   function githubApp(): Config['githubApp'] {
     const id = raw('github-app-id');
@@ -479,7 +493,12 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     logMaxBytesPerProject: logMaxBytes === 0 ? null : logMaxBytes,
     logRateLimit: wholeNumber('log-rate-limit', 1, 1_000_000),
     pidsLimit: wholeNumber('pids-limit', 16, 1_048_576),
-    limits: { maxWorkspacesPerUser: wholeNumber('max-workspaces-per-user', 0, 1_000_000), maxProjectsPerWorkspace: wholeNumber('max-projects-per-workspace', 0, 1_000_000) },
+    limits: {
+      maxWorkspacesPerUser: wholeNumber('max-workspaces-per-user', 0, 1_000_000),
+      maxProjectsPerWorkspace: wholeNumber('max-projects-per-workspace', 0, 1_000_000),
+      maxDatabasesPerWorkspace: wholeNumber('max-databases-per-workspace', 0, 1_000_000),
+      maxReservedMemoryMb: reservedMemory(),
+    },
     networkPool: networkPool(),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),

@@ -1,3 +1,4 @@
+import { engineContainers } from './billing/meter.js';
 import { allWork, BillingWorker } from './billing/worker.js';
 import { sandboxPaths } from './billing/gateways/sandbox.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from './uptime/checker.js';
@@ -149,7 +150,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   });
   databases.start();
   services.databases.attach(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log);
+  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, instanceLabels(await instanceId(deps.store))));
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
   void crashes.watch(runtime, instanceLabels(await instanceId(deps.store)));

@@ -3,7 +3,7 @@ import { floorMinor, microsPerMinor, minorDigits, minorPerMajor } from '../domai
 import { everyInterval } from '../domain/periodic.js';
 import type { Deps } from '../deps.js';
 import type { Wallet } from '../store/repositories/index.js';
-import { meterPass, type MeterPass } from './meter.js';
+import { meterPass, type EngineContainers, type MeterPass } from './meter.js';
 import { billingPolicy } from './policy.js';
 
 /** What stops and resumes a workspace's work: its projects and instances (DeployService), its databases (DatabaseService). */
@@ -35,7 +35,7 @@ export type Notice = 'below' | 'empty' | 'suspended';
 export const BILLING_PASS_MS = 15_000;
 
 /**
- * The leader's billing work (docs/billing.md): meter usage, post finished hours, then look at
+ * The leader's billing work (docs/billing.md): meter what the engine runs, post finished hours, then look at
  * every wallet: notify its owners when it falls below its threshold, reaches 0 and is
  * suspended (each once per crossing), stop its work once it stayed empty past the grace period,
  * and resume it once a top-up brought it back above 0.
@@ -48,6 +48,8 @@ export class BillingWorker {
     private readonly deps: Deps,
     private readonly work: WorkControl,
     private readonly log: BillingLog,
+    /** what the engine runs: the containers metered (engineContainers() over the runtime) */
+    private readonly containers: EngineContainers,
   ) {}
 
   start(everyMs = BILLING_PASS_MS): void {
@@ -73,7 +75,7 @@ export class BillingWorker {
     if (this.running !== null) return this.running.then(() => null);
     let result: MeterPass | null = null;
     this.running = (async () => {
-      result = await meterPass(this.deps);
+      result = await meterPass(this.deps, await this.containers());
       await this.checkWallets();
     })().finally(() => {
       this.running = null;

@@ -20,6 +20,7 @@ import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../store/repositories/index.js';
 import type { Access } from '../tenancy/context.js';
+import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/limits.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
 import { instanceId } from '../store/db.js';
@@ -157,8 +158,14 @@ export class DatabaseService {
     return { row, password };
   }
 
-  /** Stores a prepared database with its first event. */
+  /**
+   * Stores a prepared database with its first event, inside the limits: the workspace's number
+   * of databases (403) and, for a container of its own, the memory all tenants' containers may
+   * reserve on this installation (409).
+   */
   async insert(tx: Repositories, row: DatabaseRow): Promise<void> {
+    await holdDatabaseRoom(this.deps, tx, row.workspace_id);
+    if (row.provisioner === 'container') await holdMemoryRoom(this.deps, tx, row.id, row.memory_mb);
     await tx.databases.insert(row);
     await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: row.created_at, message: `Created; a ${row.type} server is being provisioned.` });
   }

@@ -8,6 +8,8 @@ import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../store/schema.js';
 import type { Engine } from '../domain/ports.js';
 import type { Access } from '../tenancy/context.js';
+import { holdMemoryRoom } from '../tenancy/limits.js';
+import { projectReservationMb } from '../store/repositories/capacity.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
 
 /** How long a delivery's claim is kept: a replay of an older one meets the head check instead. */
@@ -53,6 +55,7 @@ export class DeployService {
     const git = await this.deps.store.repos.gitConnections.of(project.id);
     if (git === undefined) throw invalid('Connect a Git repository to the project (POST …/git) before deploying it.');
     await this.wallets.requireFunds(project.workspace_id);
+    await this.memoryFor(project);
     return this.enqueue({ projectId: project.id, source: 'git', branch: input.branch ?? git.branch, commitSha: input.commit_sha ?? null });
   }
 
@@ -60,6 +63,7 @@ export class DeployService {
   async deployImage(access: Access, projectSlug: ProjectRef, image: string): Promise<DeploymentView> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     await this.wallets.requireFunds(project.workspace_id);
+    await this.memoryFor(project);
     return this.enqueue({ projectId: project.id, source: 'template', image, commitMessage: `template image ${image}` });
   }
 
@@ -77,6 +81,7 @@ export class DeployService {
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
     await this.wallets.requireFunds(project.workspace_id);
+    await this.memoryFor(project);
     return this.enqueue({ projectId: project.id, source: 'redeploy', image: current.image, branch: current.branch, commitSha: current.commit_sha, commitMessage: current.commit_message });
   }
 
@@ -104,6 +109,7 @@ export class DeployService {
       throw conflict('That deployment has no image to roll back to: it never produced one, or its image was removed (a project keeps the images of its newest deployments only, see --keep-images). Deploy its commit again instead.');
     }
     await this.wallets.requireFunds(project.workspace_id);
+    await this.memoryFor(project);
     return this.enqueue({ projectId: project.id, source: 'rollback', image: target.image, branch: target.branch, commitSha: target.commit_sha, commitMessage: target.commit_message });
   }
 
@@ -125,6 +131,7 @@ export class DeployService {
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
+    await this.memoryFor(project);
     await this.engine.restart(project, current);
     return project;
   }
@@ -228,13 +235,21 @@ export class DeployService {
   private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
     try {
       await this.wallets.requireFunds(p.workspace_id);
+      // past --max-reserved-memory a push is not deployed either (like one without credit)
+      const sized = await this.deps.store.repos.projects.byId(p.id);
+      if (sized !== undefined) await this.memoryFor(sized);
     } catch (err) {
-      if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return null;
+      if (err instanceof AppError && (err.code === 'PAYMENT_REQUIRED' || err.code === 'CONFLICT')) return null;
       throw err;
     }
     const { row, queued } = await this.queue.enqueueOrFind({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
     // the same push, delivered by the other way in (repository webhook or GitHub App): already deployed
     return queued ? this.started(row) : null;
+  }
+
+  /** 409 when the project's containers (replicas × memory) would take the installation past `--max-reserved-memory`. */
+  private async memoryFor(project: { id: string; replicas: number; ram: string }): Promise<void> {
+    await holdMemoryRoom(this.deps, this.deps.store.repos, project.id, projectReservationMb(project));
   }
 
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {

@@ -7,7 +7,8 @@ import { isUniqueViolation } from '../store/dialects.js';
 import type { ProjectRecord } from '../domain/project.js';
 import type { Access } from '../tenancy/context.js';
 import type { Repositories } from '../store/repositories/index.js';
-import { holdProjectRoom } from '../tenancy/limits.js';
+import { holdMemoryRoom, holdProjectRoom } from '../tenancy/limits.js';
+import { projectReservationMb } from '../store/repositories/capacity.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject, type ProjectRef } from './resolve.js';
 import { deploymentView, projectView, type ProjectView } from './views.js';
@@ -145,6 +146,10 @@ export class ProjectService {
     // More replicas, vCPU or memory cost more every minute: not without credit (nothing is saved then).
     const grows = next.replicas > row.replicas || Number(next.cpu) > Number(row.cpu) || Number(next.ram) > Number(row.ram);
     if (grows) await this.funds.requireFunds(row.workspace_id);
+    // A project that serves takes its new size at once: not past what the installation may reserve (409, nothing saved).
+    if (grows && (await this.deps.store.repos.deployments.serving(row.id)) !== undefined) {
+      await holdMemoryRoom(this.deps, this.deps.store.repos, row.id, projectReservationMb(next));
+    }
     await this.deps.store.repos.projects.update(row.id, { name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at });
     return this.view(access, next);
   }

@@ -1,4 +1,4 @@
-import { forbidden } from '../domain/errors.js';
+import { conflict, forbidden } from '../domain/errors.js';
 import type { Deps } from '../deps.js';
 import type { Repositories } from '../store/repositories/index.js';
 
@@ -12,9 +12,17 @@ export interface TenantLimits {
   maxWorkspacesPerUser: number;
   /** projects a workspace may hold (`--max-projects-per-workspace`) */
   maxProjectsPerWorkspace: number;
+  /** databases a workspace may hold, those of its template instances included (`--max-databases-per-workspace`) */
+  maxDatabasesPerWorkspace: number;
+  /**
+   * MiB of memory all tenants' containers may reserve on this installation (`--max-reserved-memory`,
+   * set in GiB; the configuration's default is the host's memory): work that would reserve more
+   * is refused with 409. 0 here: no bound.
+   */
+  maxReservedMemoryMb: number;
 }
 
-export const DEFAULT_TENANT_LIMITS: TenantLimits = { maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50 };
+export const DEFAULT_TENANT_LIMITS: TenantLimits = { maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50, maxDatabasesPerWorkspace: 10, maxReservedMemoryMb: 0 };
 
 const limitsOf = (deps: Deps): TenantLimits => ({ ...DEFAULT_TENANT_LIMITS, ...deps.platform.limits });
 
@@ -45,6 +53,42 @@ export async function holdProjectRoom(deps: Deps, tx: Repositories, workspaceId:
   if (n >= max) {
     throw forbidden(
       `This workspace already holds ${n.toString()} projects, the most a workspace may hold on this installation (--max-projects-per-workspace, SLIPWAY_MAX_PROJECTS_PER_WORKSPACE = ${max.toString()}); delete one you no longer need, or ask the operator.`,
+    );
+  }
+}
+
+/**
+ * Inside the transaction that creates a database (directly, or a template instance's): refuses
+ * (403) a workspace that holds as many databases as the limit allows, whatever made them.
+ */
+export async function holdDatabaseRoom(deps: Deps, tx: Repositories, workspaceId: string): Promise<void> {
+  const max = limitsOf(deps).maxDatabasesPerWorkspace;
+  if (max === 0) return;
+  const n = await tx.databases.lockAndCountIn(workspaceId);
+  if (n >= max) {
+    throw forbidden(
+      `This workspace already holds ${n.toString()} databases (those of template instances included), the most a workspace may hold on this installation (--max-databases-per-workspace, SLIPWAY_MAX_DATABASES_PER_WORKSPACE = ${max.toString()}); delete one you no longer need, or ask the operator.`,
+    );
+  }
+}
+
+/** "1.5 GiB", "512 MiB" */
+const formatMb = (mb: number): string => (mb >= 1024 ? `${String(Math.round((mb / 1024) * 1000) / 1000)} GiB` : `${mb.toString()} MiB`);
+
+/**
+ * Before work that starts containers (a database, a deploy, redeploy, rollback, restart, a
+ * resize, a template instance's deploy): refuses (409) when the memory they reserve, `needMb`
+ * for the resource `resourceId` (its present reservation is replaced, not added to), would take
+ * what all tenants' containers reserve on this installation past `--max-reserved-memory`. The
+ * figure of the others is not shown: it is the sum of every tenant's work.
+ */
+export async function holdMemoryRoom(deps: Deps, repos: Repositories, resourceId: string | null, needMb: number): Promise<void> {
+  const max = limitsOf(deps).maxReservedMemoryMb;
+  if (max === 0 || needMb <= 0) return;
+  const reserved = await repos.capacity.reservedMemoryMb(resourceId);
+  if (reserved + needMb > max) {
+    throw conflict(
+      `This installation cannot reserve ${formatMb(needMb)} of memory for it now: the containers of all its tenants may reserve at most ${formatMb(max)} together (--max-reserved-memory, SLIPWAY_MAX_RESERVED_MEMORY), and that bound would be passed. Stop or shrink something you run, or ask the operator.`,
     );
   }
 }

@@ -11,6 +11,9 @@ import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
 import { StripeGateway } from '../../src/billing/gateways/stripe.js';
 import { iso } from '../../src/domain/clock.js';
 import type { DeploymentView } from '../../src/projects/views.js';
+import { engineContainers } from '../../src/billing/meter.js';
+import { instanceLabels } from '../../src/deploy/containers.js';
+import { instanceId } from '../../src/store/db.js';
 import { billingWorker, money } from '../factories/billing.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
@@ -83,7 +86,8 @@ describe('billing on the engine', () => {
     // top-ups below is that of an hour still open, so the test starts early in an hour (before
     // anything of it runs or is metered): a real hour ending mid-test made it 2499 once.
     s.clock.advance(HOUR - (s.clock.now().getTime() % HOUR) + 2 * MINUTE);
-    const { worker } = billingWorker(s);
+    // metered from what the engine runs, as the leader's worker is
+    const { worker } = billingWorker(s, engineContainers(engine.runtime, instanceLabels(await instanceId(s.store))));
     const made = await s.request<{ id: string }>('POST', `${api()}/projects`, { key: w.member.key, body: { name: 'billed', port: 8080, cpu: '0.25', ram: '0.125' } });
     const projectId = made.body.data?.id ?? '';
     await s.request('POST', `${api()}/projects/billed/git`, { key: w.member.key, body: { repo_full_name: 'acme/billed' } });

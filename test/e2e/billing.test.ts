@@ -5,6 +5,7 @@
 // engine's side is test/e2e/billing-engine.test.ts; the real gateways' is billing-gateways.test.ts.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BillingRepository } from '../../src/store/repositories/billing.js';
+import type { EngineContainer } from '../../src/billing/meter.js';
 import { billingWorker, money, runningDatabase, runningProject, setClock } from '../factories/billing.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';
@@ -14,6 +15,8 @@ const MINUTE = 60_000;
 /** 2 replicas × (0.5 vCPU × 0.000463 + 1 GiB × 0.000231) per minute = 925 micro-units */
 const PROJECT_SIZE = { replicas: 2, cpu: '0.5', ram: '1' };
 const PROJECT_PER_MINUTE = 925;
+/** what n minutes of PROJECT_SIZE cost: each replica's container has its own meter, whose remainder carries on its own */
+const projectMinutes = (n: number) => PROJECT_SIZE.replicas * Math.floor((n * PROJECT_PER_MINUTE) / PROJECT_SIZE.replicas);
 /** 512 MiB × 0.000231 per GiB-minute = 115.5 micro-units per minute: the half carries */
 const DATABASE_MB = 512;
 
@@ -94,7 +97,8 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       expect(u?.period).toBe('2027-03');
       expect(u?.unit_prices).toEqual({ vcpu_minute: 0.0463, gib_minute: 0.0231, database_gib_minute: 0.0231 });
       const project = u?.resources.find((x) => x.resource_id === projectId);
-      expect(project).toMatchObject({ resource_kind: 'project', minutes: 150, quantities: { vcpu_minutes: 150, gib_minutes: 300, database_gib_minutes: 0 }, cost: 13.875 });
+      // minutes are container-minutes: 2 replicas for 150 minutes
+      expect(project).toMatchObject({ resource_kind: 'project', minutes: 300, quantities: { vcpu_minutes: 150, gib_minutes: 300, database_gib_minutes: 0 }, cost: 13.875 });
       const database = u?.resources.find((x) => x.resource_id === databaseId);
       expect(database).toMatchObject({ resource_kind: 'database', minutes: 150, quantities: { vcpu_minutes: 0, gib_minutes: 0, database_gib_minutes: 75 }, cost: 1.7325 });
       expect(u?.total).toBe(15.6075);
@@ -144,24 +148,24 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       const a = billingWorker(s).worker;
       const b = billingWorker(replica).worker;
       await a.pass();
-      expect(await charged()).toBe(PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(1));
       await a.pass();
       step(20_000);
       await a.pass();
-      expect(await charged()).toBe(PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(1));
       // the clock steps back ten minutes: nothing is charged until it passes the meter again
       step(-10 * MINUTE);
       await a.pass();
       await b.pass();
-      expect(await charged()).toBe(PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(1));
       step(10 * MINUTE + MINUTE);
       await b.pass();
-      expect(await charged()).toBe(2 * PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(2));
       // two processes metering the same minute at the same moment (PostgreSQL: SQLite serves one process)
       step(MINUTE);
       if (kind === 'postgres') await Promise.all([a.pass(), b.pass(), a.pass(), b.pass()]);
       else for (const w of [a, b, a, b]) await w.pass();
-      expect(await charged()).toBe(3 * PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(3));
       // a pass that dies after the first statement of its workspace's transaction leaves no trace
       step(MINUTE);
       const killed = vi.spyOn(BillingRepository.prototype, 'accrue').mockRejectedValue(new Error('killed mid-pass'));
@@ -170,13 +174,13 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       } finally {
         killed.mockRestore();
       }
-      expect(await charged()).toBe(3 * PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(3));
       await a.pass();
-      expect(await charged()).toBe(4 * PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(4));
       // a restart of the metering after five minutes away: the minutes it ran meanwhile are charged
       step(5 * MINUTE);
       await b.pass();
-      expect(await charged()).toBe(9 * PROJECT_PER_MINUTE);
+      expect(await charged()).toBe(projectMinutes(9));
       const m = await money(s, w.id);
       expect(m.ledger).toBe(m.balance);
       await s.store.db.deleteFrom('projects').where('id', '=', p.id).execute();
@@ -215,6 +219,38 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       }
     });
 
+    it('charges a container that stopped between two passes up to its exit, and a container back in a minute already charged not again', async () => {
+      const p = await runningProject(s, w.id, { replicas: 1, cpu: '1', ram: '1' });
+      await s.store.db.updateTable('deployments').set({ status: 'stopped' }).where('id', '=', p.deploymentId).execute();
+      // the engine's answer, as the test sets it: one container of p
+      let container: EngineContainer = { id: `crash-${p.id}`, resource: p.id, running: true, finishedAt: null, cpu: 1, memoryBytes: 1024 ** 3 };
+      const worker = billingWorker(s, () => Promise.resolve([container])).worker;
+      const before = await charged();
+      step(MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(694);
+      // it exits 30 s into the next minute; the pass after sees it stopped: that minute is charged, no later one
+      const exit = new Date(Math.floor(s.clock.now().getTime() / MINUTE) * MINUTE + MINUTE + 30_000);
+      container = { ...container, running: false, finishedAt: exit };
+      step(2 * MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(2 * 694);
+      step(MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(2 * 694);
+      // it runs again, is charged for this minute, stops and runs again within it: charged once
+      container = { ...container, running: true, finishedAt: exit };
+      await worker.pass();
+      container = { ...container, running: false, finishedAt: s.clock.now() };
+      await worker.pass();
+      container = { ...container, running: true };
+      await worker.pass();
+      expect((await charged()) - before).toBe(3 * 694);
+      container = { ...container, running: false };
+      await worker.pass();
+      await s.store.db.deleteFrom('projects').where('id', '=', p.id).execute();
+    });
+
     it('never charges the minutes a resource did not run', async () => {
       const before = await charged();
       const p = await runningProject(s, w.id, { replicas: 1, cpu: '1', ram: '1' });
@@ -233,18 +269,30 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
       step(MINUTE);
       await worker.pass();
       expect((await charged()) - before).toBe(2 * 694);
-      // a project scaled to zero, crashed or suspended is not charged either
-      for (const patch of [{ replicas: 0 }, { status: 'crashed' as const }, { status: 'suspended' as const }]) {
-        await s.store.db.updateTable('projects').set({ replicas: 1, status: 'running', ...patch }).where('id', '=', p.id).execute();
+      // a project scaled to zero runs no container and is not charged; the status alone changes nothing:
+      // one marked crashed, stopped or suspended whose containers still run pays for them (issue 26)
+      await s.store.db.updateTable('projects').set({ replicas: 0 }).where('id', '=', p.id).execute();
+      step(MINUTE);
+      await worker.pass();
+      expect((await charged()) - before).toBe(2 * 694);
+      let paid = 2 * 694;
+      for (const status of ['crashed', 'stopped', 'suspended'] as const) {
+        await s.store.db.updateTable('projects').set({ replicas: 1, status }).where('id', '=', p.id).execute();
         step(MINUTE);
         await worker.pass();
-        expect((await charged()) - before, JSON.stringify(patch)).toBe(2 * 694);
+        paid += 694;
+        expect((await charged()) - before, status).toBe(paid);
       }
-      // a deleted resource's meter goes
+      // a deleted resource's containers are no longer metered, and their idle meters go after an hour
+      const meterOf = () => s.store.db.selectFrom('billing_meters').select(['resource_id', 'running']).where('resource_id', 'like', `${p.deploymentId}-%`).execute();
+      expect(await meterOf()).toEqual([{ resource_id: `${p.deploymentId}-r0`, running: 1 }]);
       await s.store.db.deleteFrom('projects').where('id', '=', p.id).execute();
       step(MINUTE);
       await worker.pass();
-      expect(await s.store.db.selectFrom('billing_meters').select('resource_id').where('resource_id', '=', p.id).execute()).toEqual([]);
+      expect(await meterOf()).toEqual([{ resource_id: `${p.deploymentId}-r0`, running: 0 }]);
+      step(61 * MINUTE);
+      await worker.pass();
+      expect(await meterOf()).toEqual([]);
     });
   });
 

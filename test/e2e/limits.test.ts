@@ -2,6 +2,7 @@
 // credit) or projects without limit. Tried as a hostile tenant would: past the limit, at once in
 // parallel, and checking that a refusal writes nothing (no workspace, member, wallet or credit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runningProject } from '../factories/billing.js';
 import { makeProject, makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { addMember } from '../factories/members.js';
 import { STORE_KINDS } from '../factories/stores.js';
@@ -136,6 +137,112 @@ describe.each(STORE_KINDS)('per-user limits on %s', (kind) => {
     expect(answers.filter((a) => a.status === 201)).toHaveLength(PROJECTS);
     expect(answers.filter((a) => a.status === 403)).toHaveLength(7 - PROJECTS);
     expect(Number((await s.store.db.selectFrom('projects').select((eb) => eb.fn.countAll().as('n')).where('workspace_id', '=', w.id).executeTakeFirstOrThrow()).n)).toBe(PROJECTS);
+  });
+});
+
+// Issue 26 item 6: 60 databases in one workspace were 60 × 202, each a container of 512 MiB and a
+// CPU; and nothing bounded the memory all tenants' containers reserve on the host.
+const DATABASES = 2;
+const databaseLimit = (n: number) =>
+  `This workspace already holds ${n.toString()} databases (those of template instances included), the most a workspace may hold on this installation (--max-databases-per-workspace, SLIPWAY_MAX_DATABASES_PER_WORKSPACE = ${DATABASES.toString()}); delete one you no longer need, or ask the operator.`;
+
+describe.each(STORE_KINDS)('databases per workspace on %s', (kind) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer(kind, { platform: { limits: { maxDatabasesPerWorkspace: DATABASES } } });
+  });
+  afterAll(async () => s.close());
+
+  const createDatabase = (w: TestWorkspace, name = slug('db')) => s.request('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name, type: 'redis' } });
+  const createInstance = (w: TestWorkspace, template: string, name = slug('tpl')) => s.request('POST', `/api/workspaces/${w.slug}/templates`, { key: w.member.key, body: { name, template_name: template } });
+  const rows = async (w: TestWorkspace) => ({
+    databases: (await s.store.db.selectFrom('databases').select('id').where('workspace_id', '=', w.id).execute()).length,
+    projects: (await s.store.db.selectFrom('projects').select('id').where('workspace_id', '=', w.id).execute()).length,
+  });
+
+  it('refuses a database past the limit with 403 naming the setting, in that workspace only, and writes nothing', async () => {
+    const w = await makeWorkspace(s);
+    const other = await makeWorkspace(s);
+    for (let i = 0; i < DATABASES; i++) expect((await createDatabase(w)).status).toBe(202);
+    const before = await rows(w);
+    expect(await createDatabase(w)).toMatchObject({ status: 403, body: { success: false, error: databaseLimit(DATABASES) } });
+    const burst = await Promise.all(Array.from({ length: 4 }, () => createDatabase(w)));
+    expect(burst.map((b) => b.status)).toEqual([403, 403, 403, 403]);
+    expect(await rows(w)).toEqual(before);
+    expect((await createDatabase(other)).status).toBe(202);
+  });
+
+  it('counts the databases template instances made, and refuses an instance whose database would pass the limit without making the instance', async () => {
+    const w = await makeWorkspace(s);
+    // a template with a database, then a database of its own: the limit is reached
+    expect((await createInstance(w, 'umami')).status).toBe(201);
+    expect((await createDatabase(w)).status).toBe(202);
+    expect(await createDatabase(w)).toMatchObject({ status: 403, body: { error: databaseLimit(DATABASES) } });
+    const before = await rows(w);
+    expect(await createInstance(w, 'gitea')).toMatchObject({ status: 403, body: { success: false, error: databaseLimit(DATABASES) } });
+    expect(await rows(w)).toEqual(before);
+    // an instance without a database is not a database
+    expect((await createInstance(w, 'uptime-kuma')).status).toBe(201);
+  });
+
+  it('counts concurrent creations exactly', async () => {
+    const w = await makeWorkspace(s);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => createDatabase(w)));
+    expect(answers.filter((a) => a.status === 202)).toHaveLength(DATABASES);
+    expect(answers.filter((a) => a.status === 403)).toHaveLength(6 - DATABASES);
+    expect((await rows(w)).databases).toBe(DATABASES);
+  });
+});
+
+describe.each(STORE_KINDS)('the memory all tenants may reserve on %s', (kind) => {
+  let s: TestServer;
+  beforeAll(async () => {
+    // 2 GiB for the whole installation; a database's container has 512 MiB (the default)
+    s = await startTestServer(kind, { platform: { limits: { maxReservedMemoryMb: 2048 } } });
+  });
+  afterAll(async () => s.close());
+
+  const refused = { status: 409, body: { success: false, error: expect.stringContaining('(--max-reserved-memory, SLIPWAY_MAX_RESERVED_MEMORY)') as unknown } };
+
+  it('refuses databases, template deploys, deploys, resizes and redeploys that would pass the bound, with 409 before anything starts, across workspaces', async () => {
+    const a = await makeWorkspace(s);
+    const b = await makeWorkspace(s);
+    const api = (w: TestWorkspace) => `/api/workspaces/${w.slug}`;
+    // a's project serves 1 replica of 0.25 GiB: 256 MiB
+    const p = await runningProject(s, a.id, { replicas: 1, cpu: '0.25', ram: '0.25' });
+    // b deploys a template instance of 0.5 GiB (768) and makes a database (1280)
+    expect((await s.request('POST', `${api(b)}/templates`, { key: b.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } })).status).toBe(201);
+    expect((await s.request('POST', `${api(b)}/templates/kuma/deploy`, { key: b.member.key, body: { mode: 'image' } })).status).toBe(202);
+    const first = await s.request('POST', `${api(b)}/databases`, { key: b.member.key, body: { name: 'one', type: 'redis' } });
+    expect(first.status).toBe(202);
+    // a's instance with a PostgreSQL database (1792); deploying it (0.5 GiB more) would pass 2 GiB
+    expect((await s.request('POST', `${api(a)}/templates`, { key: a.member.key, body: { name: 'umami', template_name: 'umami' } })).status).toBe(201);
+    const deployments = async () => (await s.store.db.selectFrom('deployments').select('id').execute()).length;
+    const queued = await deployments();
+    const tooMuch = await s.request('POST', `${api(a)}/templates/umami/deploy`, { key: a.member.key, body: { mode: 'image' } });
+    expect(tooMuch).toMatchObject(refused);
+    expect(tooMuch.body.error).toBe(
+      'This installation cannot reserve 512 MiB of memory for it now: the containers of all its tenants may reserve at most 2 GiB together (--max-reserved-memory, SLIPWAY_MAX_RESERVED_MEMORY), and that bound would be passed. Stop or shrink something you run, or ask the operator.',
+    );
+    expect(await deployments()).toBe(queued);
+    // nor a database in any workspace (nothing is written)
+    expect(await s.request('POST', `${api(b)}/databases`, { key: b.member.key, body: { name: 'two', type: 'redis' } })).toMatchObject(refused);
+    expect(await s.store.db.selectFrom('databases').select('id').where('name', '=', 'two').execute()).toEqual([]);
+    // a's project grows to 2 replicas (512: 2048 in all, the bound itself), not to 3
+    expect((await s.request('PUT', `${api(a)}/projects/${p.slug}`, { key: a.member.key, body: { replicas: 2 } })).status).toBe(200);
+    expect(await s.request('PUT', `${api(a)}/projects/${p.slug}`, { key: a.member.key, body: { replicas: 3 } })).toMatchObject(refused);
+    expect((await s.store.db.selectFrom('projects').select('replicas').where('id', '=', p.id).executeTakeFirstOrThrow()).replicas).toBe(2);
+    // what a project holds already is replaced, not added to: its restart and redeploy are within the bound
+    expect((await s.request('POST', `${api(a)}/projects/${p.slug}/restart`, { key: a.member.key })).status).toBe(202);
+    expect((await s.request('POST', `${api(a)}/projects/${p.slug}/redeploy`, { key: a.member.key })).status).toBe(202);
+    // another project's rollback to its stopped deployment (0.25 GiB) would pass it
+    const q = await runningProject(s, b.id, { replicas: 1, cpu: '0.25', ram: '0.25' });
+    await s.store.db.updateTable('deployments').set({ status: 'stopped' }).where('project_id', '=', q.id).execute();
+    await s.store.db.updateTable('projects').set({ status: 'stopped' }).where('id', '=', q.id).execute();
+    expect(await s.request('POST', `${api(b)}/projects/${q.slug}/deployments/${q.deploymentId}/rollback`, { key: b.member.key })).toMatchObject(refused);
+    // a database deleted gives its memory back
+    expect((await s.request('DELETE', `${api(b)}/databases/one`, { key: b.member.key })).status).toBeLessThan(300);
+    expect((await s.request('POST', `${api(a)}/templates/umami/deploy`, { key: a.member.key, body: { mode: 'image' } })).status).toBe(202);
   });
 });
 

@@ -1,6 +1,9 @@
 // Billing fixtures: resources that "run" as far as the store says (a running deployment), a worker
 // on the test server's clock, and the clock moved to a fixed minute so that hours and months are
-// known in advance.
+// known in advance. Metering charges what the engine runs; without an engine, storeEngine() stands
+// in for it: it reports a container per replica of every running deployment, whatever the
+// project's status, and one per running container database.
+import type { EngineContainer, EngineContainers } from '../../src/billing/meter.js';
 import { allWork, BillingWorker, type BillingLog } from '../../src/billing/worker.js';
 import { iso } from '../../src/domain/clock.js';
 import { makeProject, type TestServer } from './harness.js';
@@ -17,18 +20,37 @@ export interface Logged {
 }
 
 /** A billing worker over the test server's deps, its deploy service and a log kept in memory. */
-export function billingWorker(s: TestServer): { worker: BillingWorker; logged: Logged[] } {
+export function billingWorker(s: TestServer, containers: EngineContainers = storeEngine(s)): { worker: BillingWorker; logged: Logged[] } {
   const logged: Logged[] = [];
   const log: BillingLog = {
     info: (obj, msg) => logged.push({ level: 'info', obj, msg }),
     warn: (obj, msg) => logged.push({ level: 'warn', obj, msg }),
     error: (obj, msg) => logged.push({ level: 'error', obj, msg }),
   };
-  const worker = new BillingWorker(s.deps, allWork(s.services.deploys, s.services.databases), log);
+  const worker = new BillingWorker(s.deps, allWork(s.services.deploys, s.services.databases), log, containers);
   s.services.wallets.onCredited = (ws) => {
     worker.credited(ws);
   };
   return { worker, logged };
+}
+
+/** The containers an engine would run for the store's rows: `<deployment>-r<i>` per replica of each running deployment, `db-<id>` per running container database. */
+export function storeEngine(s: TestServer): EngineContainers {
+  return async () => {
+    const projects = await s.store.db
+      .selectFrom('deployments')
+      .innerJoin('projects', 'projects.id', 'deployments.project_id')
+      .select(['deployments.id as deployment', 'projects.id', 'projects.replicas', 'projects.cpu', 'projects.ram'])
+      .where('deployments.status', '=', 'running')
+      .execute();
+    const databases = await s.store.db.selectFrom('databases').select(['id', 'memory_mb']).where('status', '=', 'running').where('provisioner', '=', 'container').execute();
+    const out: EngineContainer[] = [];
+    for (const p of projects) {
+      for (let i = 0; i < p.replicas; i++) out.push({ id: `${p.deployment}-r${i.toString()}`, resource: p.id, running: true, finishedAt: null, cpu: Number(p.cpu), memoryBytes: Math.round(Number(p.ram) * 1024 ** 3) });
+    }
+    for (const d of databases) out.push({ id: `db-${d.id}`, resource: d.id, running: true, finishedAt: null, cpu: null, memoryBytes: d.memory_mb * 1024 * 1024 });
+    return out;
+  };
 }
 
 /** A project of `workspaceId` serving a running deployment of the given size (no engine needed). */

@@ -76,7 +76,10 @@ const usageOf = (r: UsageColumns): Usage => ({
  * value read, so two processes metering at once never charge a minute twice.
  */
 export class BillingRepository extends Repository {
-  /** Every project and template instance that serves now, and every running database (of one workspace, or all). */
+  /**
+   * Every project and template instance that serves now, and every running database (of one workspace, or all), as the
+   * store describes them: the wallet's projection of what the next minutes cost. Metering charges what the engine runs instead.
+   */
   async running(workspaceId?: string): Promise<RunningResource[]> {
     let pq = this.db.selectFrom('projects');
     let dq = this.db.selectFrom('databases');
@@ -95,6 +98,22 @@ export class BillingRepository extends Repository {
       ...projects.map((p) => ({ id: p.id, workspace_id: p.workspace_id, kind: p.kind, name: p.name, replicas: p.replicas, cpu: p.cpu, ram: p.ram, memory_mb: 0 })),
       ...databases.map((d) => ({ id: d.id, workspace_id: d.workspace_id, kind: 'database' as const, name: d.name, replicas: 1, cpu: '', ram: '', memory_mb: d.memory_mb })),
     ];
+  }
+
+  /**
+   * The projects, template instances and databases of the given ids, whatever their status, with
+   * their sizes (what a container of theirs is charged at where the engine reports no limit).
+   */
+  async resources(ids: readonly string[]): Promise<Map<string, RunningResource>> {
+    const found = new Map<string, RunningResource>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const projects = await this.db.selectFrom('projects').select(['id', 'workspace_id', 'kind', 'name', 'replicas', 'cpu', 'ram']).where('id', 'in', chunk).execute();
+      for (const p of projects) found.set(p.id, { id: p.id, workspace_id: p.workspace_id, kind: p.kind, name: p.name, replicas: p.replicas, cpu: p.cpu, ram: p.ram, memory_mb: 0 });
+      const databases = await this.db.selectFrom('databases').select(['id', 'workspace_id', 'name', 'memory_mb']).where('id', 'in', chunk).execute();
+      for (const d of databases) found.set(d.id, { id: d.id, workspace_id: d.workspace_id, kind: 'database', name: d.name, replicas: 1, cpu: '', ram: '', memory_mb: d.memory_mb });
+    }
+    return found;
   }
 
   async meters(): Promise<Map<string, Meter>> {
@@ -125,23 +144,21 @@ export class BillingRepository extends Repository {
     if (Number(r.numUpdatedRows) !== 1) throw new ConcurrentChange(`the meter of ${to.resource_id}`);
   }
 
-  /** Drops the meters of resources that no longer exist (idle ones: a running meter's resource exists). */
-  async dropOrphanMeters(): Promise<void> {
-    await this.db
-      .deleteFrom('billing_meters')
-      .where('running', '=', 0)
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('projects').select('projects.id').whereRef('projects.id', '=', 'billing_meters.resource_id'))))
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('databases').select('databases.id').whereRef('databases.id', '=', 'billing_meters.resource_id'))))
-      .execute();
+  /** Drops the idle meters whose last charged minute is before `minute` (their containers stopped, or are gone, long enough ago). */
+  async dropIdleMeters(minute: number): Promise<void> {
+    await this.db.deleteFrom('billing_meters').where('running', '=', 0).where('next_minute', '<=', minute).execute();
   }
 
-  /** Adds metered minutes to the resource's accrual for `hour`. */
-  async accrue(workspaceId: string, hour: string, u: Usage): Promise<void> {
-    await this.db
-      .insertInto('billing_accruals')
-      .values({ workspace_id: workspaceId, hour, ...u })
-      .onConflict((oc) => oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet(addedTo('billing_accruals')))
-      .execute();
+  /** Adds metered minutes to the workspace's accruals, one per resource and hour (at most one row of each in `rows`), in one statement. */
+  async accrue(workspaceId: string, rows: readonly { hour: string; usage: Usage }[]): Promise<void> {
+    // 500 rows of 10 values stay well inside both stores' limits on bound parameters
+    for (let i = 0; i < rows.length; i += 500) {
+      await this.db
+        .insertInto('billing_accruals')
+        .values(rows.slice(i, i + 500).map((r) => ({ workspace_id: workspaceId, hour: r.hour, ...r.usage })))
+        .onConflict((oc) => oc.columns(['workspace_id', 'hour', 'resource_id']).doUpdateSet(addedTo('billing_accruals')))
+        .execute();
+    }
   }
 
   /** The workspaces with accruals of hours before `hour`: theirs are due to be posted. */

@@ -1,3 +1,4 @@
+import { lockClause, toNumber } from '../dialects.js';
 import type { DatabaseEventsTable, DatabasesTable } from '../schema.js';
 import { Repository } from './repository.js';
 
@@ -6,6 +7,17 @@ export type DatabaseEventRow = DatabaseEventsTable;
 
 /** Managed databases and what happened to them (docs/databases.md). */
 export class DatabaseRepository extends Repository {
+  /** Inside a transaction: the databases of the workspace (those made by template instances too), its row locked first so that concurrent creations count one after the other. */
+  async lockAndCountIn(workspaceId: string): Promise<number> {
+    if (lockClause(this.dialect)) await this.db.selectFrom('workspaces').select('id').where('id', '=', workspaceId).forNoKeyUpdate().execute();
+    const { n } = await this.db
+      .selectFrom('databases')
+      .select((eb) => eb.fn.countAll<string | number>().as('n'))
+      .where('workspace_id', '=', workspaceId)
+      .executeTakeFirstOrThrow();
+    return toNumber(n);
+  }
+
   insert(row: DatabaseRow): Promise<unknown> {
     return this.db.insertInto('databases').values(row).execute();
   }

@@ -5,6 +5,7 @@ import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
 import { BillingRepository } from './billing.js';
 import { BuildLogRepository } from './build-logs.js';
+import { CapacityRepository } from './capacity.js';
 import { DatabaseRepository } from './databases.js';
 import { DeployQueueRepository } from './deploy-queue.js';
 import { DeploymentRepository } from './deployments.js';
@@ -43,6 +44,7 @@ export interface Repositories {
   domains: DomainRepository;
   wallets: WalletRepository;
   billing: BillingRepository;
+  capacity: CapacityRepository;
   payments: PaymentRepository;
   installations: InstallationRepository;
   uptime: UptimeRepository;
@@ -70,6 +72,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     domains: new DomainRepository(db, dialect, cache),
     wallets: new WalletRepository(db, dialect, cache),
     billing: new BillingRepository(db, dialect, cache),
+    capacity: new CapacityRepository(db, dialect, cache),
     payments: new PaymentRepository(db, dialect, cache),
     installations: new InstallationRepository(db, dialect, cache),
     uptime: new UptimeRepository(db, dialect, cache),

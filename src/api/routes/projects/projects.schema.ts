@@ -116,7 +116,7 @@ export const updateProject = {
   summary: 'Change a project (the slug stays when the name changes)',
   params: ProjectParams,
   body: Type.Partial(CreateBody, { additionalProperties: false, minProperties: 1 }),
-  response: { 200: Envelope(Project), ...authErrors },
+  response: { 200: Envelope(Project), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const deleteProject = {

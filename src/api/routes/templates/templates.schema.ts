@@ -87,7 +87,7 @@ export const updateTemplate = {
     },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(TemplateInstance), ...authErrors, 402: ErrorEnvelope },
+  response: { 200: Envelope(TemplateInstance), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const deleteTemplate = {
