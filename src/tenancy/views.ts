@@ -1,6 +1,6 @@
 import type { Role } from '../domain/roles.js';
-import type { Selectable } from 'kysely';
-import type { ApiKeysTable, InvitationsTable, MemberStatus, WorkspacesTable } from '../store/schema.js';
+import type { ApiKeysTable, MemberStatus, WorkspacesTable } from '../store/schema.js';
+import type { InvitationRow } from '../store/repositories/index.js';
 
 export interface WorkspaceSettings {
   default_region?: string;
@@ -82,7 +82,7 @@ export interface InvitationView {
   created_at: string;
 }
 
-export function invitationView(row: Selectable<InvitationsTable>, now: Date): InvitationView {
+export function invitationView(row: InvitationRow, now: Date): InvitationView {
   const status: InvitationStatus =
     row.status === 'pending' && row.expires_at <= now.toISOString() ? 'expired' : row.status;
   return {
