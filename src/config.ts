@@ -29,6 +29,8 @@ export interface Config {
   logLevel: string;
   rateLimit: RateLimit;
   anonymousRateLimit: RateLimit;
+  /** signed GitHub deliveries per receiver (the App, or one Git connection's webhook) */
+  webhookRateLimit: RateLimit;
   adminEmail: string;
   startingCredit: number;
   currency: string;
@@ -113,8 +115,10 @@ export const SETTINGS = [
   { flag: 'log-level', env: 'SLIPWAY_LOG_LEVEL', def: 'info', help: 'one of fatal, error, warn, info, debug, trace, silent' },
   { flag: 'rate-limit', env: 'SLIPWAY_RATE_LIMIT', def: '20', help: 'requests per second per API key (token bucket refill rate)' },
   { flag: 'rate-limit-burst', env: 'SLIPWAY_RATE_LIMIT_BURST', def: '100', help: 'requests an API key may send at once (bucket size)' },
-  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept, GitHub webhooks)' },
+  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept, GitHub deliveries whose signature or webhook URL is wrong)' },
   { flag: 'anonymous-rate-limit-burst', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT_BURST', def: '20', help: 'burst for requests without a valid key' },
+  { flag: 'webhook-rate-limit', env: 'SLIPWAY_WEBHOOK_RATE_LIMIT', def: '10', help: 'correctly signed GitHub deliveries per second per receiver (the GitHub App, or one Git connection\'s webhook URL), counted after the signature check' },
+  { flag: 'webhook-rate-limit-burst', env: 'SLIPWAY_WEBHOOK_RATE_LIMIT_BURST', def: '200', help: 'signed GitHub deliveries one receiver may get at once (GitHub sends bursts and does not retry)' },
   { flag: 'admin-email', env: 'SLIPWAY_ADMIN_EMAIL', def: 'admin@localhost', help: 'e-mail of the owner created on first start' },
   { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
   { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
@@ -428,6 +432,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     logLevel,
     rateLimit: { rate: positive('rate-limit'), burst: positive('rate-limit-burst') },
     anonymousRateLimit: { rate: positive('anonymous-rate-limit'), burst: positive('anonymous-rate-limit-burst') },
+    webhookRateLimit: { rate: positive('webhook-rate-limit'), burst: positive('webhook-rate-limit-burst') },
     adminEmail,
     startingCredit,
     currency,

@@ -236,6 +236,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       ...deps,
       rateLimit: config.rateLimit,
       anonymousRateLimit: config.anonymousRateLimit,
+      webhookRateLimit: config.webhookRateLimit,
       trustProxy: config.trustProxy,
       githubWebhookSecret: config.githubWebhookSecret,
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },

@@ -46,6 +46,8 @@ export interface AppDeps extends Deps {
   rateLimit: RateLimit;
   /** Requests from one client address without a valid key (failed auth, invitation accept). */
   anonymousRateLimit: RateLimit;
+  /** Signed GitHub deliveries per receiver, counted after the signature check (default 10/s, burst 200). */
+  webhookRateLimit?: RateLimit;
   log: { level: string; stream?: Writable };
   /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
   trustProxy?: string[];
@@ -65,6 +67,9 @@ export interface AppDeps extends Deps {
 }
 
 export const BODY_LIMIT = 1024 * 1024;
+
+/** `--webhook-rate-limit` and its burst: far above what one repository's pushes send at once. */
+export const WEBHOOK_RATE_LIMIT: RateLimit = { rate: 10, burst: 200 };
 
 export { redactUrl };
 
@@ -161,6 +166,7 @@ export async function buildApp(deps: AppDeps) {
     apiKeys: services.apiKeys,
     keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
     addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
+    receiverBuckets: new TokenBuckets(deps.webhookRateLimit ?? WEBHOOK_RATE_LIMIT, deps.clock),
     clock: deps.clock,
     refusals: new RefusalLog(app.log, deps.refusalLogMs ?? 60_000),
     streamRecheckMs: deps.streamRecheckMs ?? 10_000,

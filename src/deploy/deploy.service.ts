@@ -30,6 +30,24 @@ export interface Push {
   commitMessage?: string | undefined;
 }
 
+/** What a push did for one project (the webhook answer's `projects[]`, docs/api.md#webhooks). */
+export interface PushOutcome {
+  project_id: string;
+  /** queued; or not deployed: the wallet is empty, or a Git deployment of that commit is already queued, under way or running */
+  outcome: 'queued' | 'payment_required' | 'duplicate_commit';
+  /** the deployment queued; the one already live for that commit; or the failed one that records the refusal */
+  deployment_id: string;
+  /** one sentence */
+  reason: string;
+}
+
+export const PUSH_REASONS = {
+  payment_required:
+    'Not deployed: the workspace wallet has no credit left. Top it up, then redeliver this push from GitHub (Recent Deliveries, Redeliver) or deploy the commit by hand.',
+  duplicate_commit: (live: DeploymentRow) =>
+    `Not deployed again: deployment ${live.id} of this commit is already ${live.status}; should it fail, a redelivery deploys the commit again if it is still the branch's head.`,
+} as const;
+
 /** A push as a GitHub App delivers it: it names the installation it comes from. */
 export interface AppPush extends Push {
   installationId: number;
@@ -132,29 +150,26 @@ export class DeployService {
   /**
    * A GitHub App delivery of a push to `repo@branch`: deploy every project connected to it with
    * auto_deploy on whose connection uses that very installation, linked to the project's own
-   * workspace. Projects of workspaces without credit are skipped, and so are projects that
-   * already have a Git deployment of the pushed commit queued, under way or running (the same
-   * push delivered by a repository webhook too). The deployments build the pushed commit only if
-   * it is still the branch's head when fetched. Returns them.
+   * workspace. Each such project gets an outcome (queued, or why not: its wallet is empty, or a
+   * Git deployment of the pushed commit is already queued, under way or running); connections
+   * whose workspace has not linked the installation are only counted (`unlinked`), never acted
+   * on nor named. The deployments build the pushed commit only if it is still the branch's head
+   * when fetched.
    */
-  async deployFromAppPush(push: AppPush): Promise<DeploymentView[]> {
-    if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
-    const projects = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
-    const queued: DeploymentView[] = [];
-    for (const p of projects) {
-      const d = await this.deployPush(p, push);
-      if (d !== null) queued.push(d);
-    }
-    return queued;
+  async deployFromAppPush(push: AppPush): Promise<{ outcomes: PushOutcome[]; unlinked: number }> {
+    if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return { outcomes: [], unlinked: 0 };
+    const targets = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
+    const outcomes: PushOutcome[] = [];
+    for (const p of targets) if (p.linked) outcomes.push(await this.deployPush(p, push));
+    return { outcomes, unlinked: targets.filter((p) => !p.linked).length };
   }
 
   /**
    * A repository webhook's push, delivered to one connection's URL and verified with its secret:
-   * deploy that connection's project, and only if the push is for its repository and branch and
-   * auto_deploy is on (the caller checked); null when its workspace has no credit or the project
-   * already has a Git deployment of that commit queued, under way or running.
+   * deploy that connection's project (the caller checked that the push is for its repository and
+   * branch and that auto_deploy is on); null when the project is gone.
    */
-  async deployConnectionPush(projectId: string, push: Push): Promise<DeploymentView | null> {
+  async deployConnectionPush(projectId: string, push: Push): Promise<PushOutcome | null> {
     const p = await this.deps.store.repos.projects.byId(projectId);
     if (p === undefined) return null;
     return this.deployPush(p, push);
@@ -225,16 +240,53 @@ export class DeployService {
     return queued;
   }
 
-  private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
+  /**
+   * One project's share of a push: queued, or why not. A push refused for an empty wallet is
+   * recorded on the project as a failed deployment whose error says so (the deployments list is
+   * where its users look), so that it is not lost in silence (docs/security.md#webhook-answers).
+   */
+  private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<PushOutcome> {
     try {
       await this.wallets.requireFunds(p.workspace_id);
     } catch (err) {
-      if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return null;
-      throw err;
+      if (!(err instanceof AppError && err.code === 'PAYMENT_REQUIRED')) throw err;
+      const refused = await this.recordRefusal(p.id, push, PUSH_REASONS.payment_required);
+      return { project_id: p.id, outcome: 'payment_required', deployment_id: refused.id, reason: PUSH_REASONS.payment_required };
     }
     const { row, queued } = await this.queue.enqueueOrFind({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
-    // the same push, delivered by the other way in (repository webhook or GitHub App): already deployed
-    return queued ? this.started(row) : null;
+    if (queued) {
+      const d = await this.started(row);
+      return { project_id: p.id, outcome: 'queued', deployment_id: d.id, reason: `Deployment ${d.id} of commit ${push.commitSha.slice(0, 12)} was queued.` };
+    }
+    // the same push, delivered by the other way in (repository webhook or GitHub App), or again
+    return { project_id: p.id, outcome: 'duplicate_commit', deployment_id: row.id, reason: PUSH_REASONS.duplicate_commit(row) };
+  }
+
+  /** A push that was not deployed, as a failed deployment of that commit in the project's list. */
+  private async recordRefusal(projectId: string, push: Push, reason: string): Promise<DeploymentRow> {
+    const now = iso(this.deps.clock.now());
+    const row: DeploymentRow = {
+      id: this.deps.ids.id(),
+      project_id: projectId,
+      status: 'failed',
+      source: 'git',
+      image: null,
+      branch: push.branch,
+      commit_sha: push.commitSha,
+      commit_message: push.commitMessage ?? null,
+      error: reason,
+      created_at: now,
+      started_at: null,
+      finished_at: now,
+      lease_owner: null,
+      lease_until: null,
+      attempts: 0,
+      restart_requested_at: null,
+      require_head: 1,
+    };
+    await this.deps.store.repos.deployQueue.insert(row);
+    await refreshProjectStatus(this.deps.store.repos, projectId, now);
+    return row;
   }
 
   private async enqueue(input: EnqueueInput): Promise<DeploymentView> {

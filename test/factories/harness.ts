@@ -79,7 +79,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; webhookRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -111,6 +111,7 @@ export async function startTestServer(
     ...deps,
     rateLimit: opts.rateLimit ?? GENEROUS,
     anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
+    ...(opts.webhookRateLimit === undefined ? {} : { webhookRateLimit: opts.webhookRateLimit }),
     log: { level: 'info', stream },
     ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
     ...(opts.githubWebhookSecret === undefined ? {} : { githubWebhookSecret: opts.githubWebhookSecret }),
