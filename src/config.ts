@@ -157,7 +157,7 @@ export const SETTINGS = [
   { flag: 'base-image-python', env: 'SLIPWAY_BASE_IMAGE_PYTHON', def: 'python:3.12-slim', help: 'base image of generated Dockerfiles for Python apps' },
   { flag: 'base-image-static', env: 'SLIPWAY_BASE_IMAGE_STATIC', def: 'busybox:1.36', help: 'base image of generated Dockerfiles for static sites' },
   { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'webhook secret of the GitHub App, for its deliveries to /api/webhooks/github (repository webhooks use each Git connection\'s own secret); empty: App deliveries are refused' },
-  { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: the path alone' },
+  { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: under the origin each request reached (its Host header, or X-Forwarded-Proto/Host from a --trust-proxy proxy)' },
   { flag: 'smtp-url', env: 'SLIPWAY_SMTP_URL', def: '', help: 'SMTP server that sends e-mail (invitations), `smtp://[user:password@]host[:port]` or `smtps://…`; empty: no e-mail' },
   { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
   { flag: 'llm-base-url', env: 'SLIPWAY_LLM_BASE_URL', def: '', help: 'an OpenAI-compatible API (`…/v1`) that POST …/logs/analyze also asks, sending only redacted line templates; its key comes from the environment variable SLIPWAY_LLM_API_KEY (never a flag); empty: the built-in analyzer only' },

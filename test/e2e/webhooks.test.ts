@@ -137,7 +137,7 @@ async function deliver(s: TestServer, path: string, secret: string, event: strin
 /** A project connected to a repository, with its webhook as the create response shows it once. */
 interface Hooked extends TestProject {
   ws: TestWorkspace;
-  /** the path of webhook_url */
+  /** webhook_url, absolute */
   hook: string;
   secret: string;
 }
@@ -153,7 +153,9 @@ async function connect(s: TestServer, ws: TestWorkspace, repoFullName: string, g
   const r = await s.request<GitView>('POST', `/api/workspaces/${ws.slug}/projects/${p.slug}/git`, { key: ws.member.key, body: { repo_full_name: repoFullName, ...git } });
   expect(r.status, r.text).toBe(201);
   const url = r.body.data?.webhook_url ?? '';
-  expect(url).toMatch(/^\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+  // absolute under the origin the request reached (no --public-url here): GitHub takes absolute URLs only
+  expect(url.startsWith(`${s.url}/api/webhooks/github/`), url).toBe(true);
+  expect(url).toMatch(/\/api\/webhooks\/github\/[0-9a-f]{32}$/);
   expect(r.body.data?.webhook_secret).toMatch(/^[0-9a-f]{64}$/);
   return { ...p, ws, hook: url, secret: r.body.data?.webhook_secret ?? '' };
 }
@@ -692,6 +694,47 @@ describe('webhook URLs under --public-url', () => {
   });
 });
 
+describe('webhook URLs without --public-url', () => {
+  let s: TestServer;
+  let proxied: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite');
+    proxied = await startTestServer('sqlite', { trustProxy: ['127.0.0.1'] });
+  });
+  afterAll(async () => {
+    await s.close();
+    await proxied.close();
+  });
+
+  const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'deploy.example.org' };
+
+  it('are absolute under the origin the request reached, which GitHub accepts as a payload URL', async () => {
+    const w = await makeWorkspace(s);
+    const p = await makeProject(s, w);
+    const r = await s.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { repo_full_name: repo() } });
+    const url = r.body.data?.webhook_url ?? '';
+    expect(new URL(url).origin).toBe(s.url);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+    // the same URL wherever the connection is shown, and under the Host the caller used
+    const project = await s.request<{ git: GitView }>('GET', `/api/workspaces/${w.slug}/projects/${p.slug}`, { key: w.member.key });
+    expect(project.body.data?.git.webhook_url).toBe(url);
+    const list = await s.request<{ git: GitView | null }[]>('GET', `/api/workspaces/${w.slug}/projects`, { key: w.member.key });
+    expect(list.body.data?.[0]?.git?.webhook_url).toBe(url);
+    // X-Forwarded-* is not believed from a client that is not a trusted proxy
+    const put = await s.request<GitView>('PUT', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { branch: 'main' }, headers: forwarded });
+    expect(put.body.data?.webhook_url).toBe(url);
+  });
+
+  it('follow X-Forwarded-Proto and X-Forwarded-Host from a proxy of --trust-proxy', async () => {
+    const w = await makeWorkspace(proxied);
+    const p = await makeProject(proxied, w);
+    const r = await proxied.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { repo_full_name: repo() }, headers: forwarded });
+    expect(r.body.data?.webhook_url).toMatch(/^https:\/\/deploy\.example\.org\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+    const rotated = await proxied.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git/webhook-secret`, { key: w.member.key, headers: forwarded });
+    expect(rotated.body.data?.webhook_url).toBe(r.body.data?.webhook_url);
+  });
+});
+
 describe('GitHub webhooks under the rate limits', () => {
   let s: TestServer;
   beforeAll(async () => {
@@ -720,8 +763,9 @@ describe('GitHub webhooks under the rate limits', () => {
     const limited = bad.find((r) => r.status === 429);
     expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(limited?.body.error).toMatch(/^Too many requests; retry in \d+ seconds?\.$/);
-    // unknown webhook URLs spend the same tokens
-    expect((await deliver(s, `${APP_HOOK}/${randomBytes(16).toString('hex')}`, 'x', 'ping', { zen: 'x' })).status).toBe(429);
+    // unknown webhook URLs spend the same tokens (which refill at 5/s meanwhile)
+    const unknown = await Promise.all(Array.from({ length: 10 }, () => deliver(s, `${APP_HOOK}/${randomBytes(16).toString('hex')}`, 'x', 'ping', { zen: 'x' })));
+    expect(unknown.map((r) => r.status)).toContain(429);
     // GitHub's own deliveries from that address still pass
     expect((await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' })).status).toBe(200);
   });

@@ -133,7 +133,9 @@ export async function startTestServer(
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) });
+    // an absolute URL the API showed (a webhook_url) as is; a path under this server
+    const target = /^https?:\/\//.test(path) ? path : url + path;
+    const res = await fetch(target, { method, headers, ...(body === undefined ? {} : { body }) });
     const text = await res.text();
     let parsed: Reply<T>['body'];
     try {
