@@ -5,7 +5,8 @@ import type { RateLimit } from './api/rate-limit.js';
 import type { DatabasePolicy } from './databases/policy.js';
 import { sharedUrlProblem } from './databases/shared.js';
 import { DATABASE_TYPES, type DatabaseType } from './domain/database.js';
-import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
+import { parseCidr, poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
+import { DOCKER_DEFAULT_BRIDGES } from './api/tenant-guard.js';
 import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
 import type { BillingPolicy } from './billing/policy.js';
@@ -44,6 +45,12 @@ export interface Config {
   trustProxy: string[];
   /** HMAC secret of GitHub App webhook deliveries (POST /api/webhooks/github); empty: that route answers 503 */
   githubWebhookSecret: string;
+  /** the operator's metrics listener (GET /metrics); null: off */
+  metricsListen: ListenAddress | null;
+  /** bearer token that GET /metrics on the API answers to; empty: /metrics is not on the API */
+  metricsToken: string;
+  /** address blocks whose connections the API and metrics listeners refuse (tenant containers) */
+  refuseNetworks: string[];
   /** the API's public address (https://slipway.example.com), for the webhook URLs shown; empty: paths alone */
   publicUrl: string;
   /** where e-mail goes (invitations); null: Slipway sends no e-mail */
@@ -106,6 +113,9 @@ export interface AcmeConfig {
  */
 export const SETTINGS = [
   { flag: 'listen', env: 'SLIPWAY_LISTEN', def: ':3000', help: 'address of the REST + WebSocket API, `[host]:port`' },
+  { flag: 'metrics-listen', env: 'SLIPWAY_METRICS_LISTEN', def: '127.0.0.1:9464', help: 'the operator\'s own listener for Prometheus (GET /metrics: it names workspaces and projects, so it is not on the API), `[host]:port`; off: none' },
+  { flag: 'metrics-token', env: 'SLIPWAY_METRICS_TOKEN', def: '', help: 'bearer token (at least 32 characters) that GET /metrics on the API port answers to, for a Prometheus that cannot reach the metrics listener; empty: /metrics is not served on the API (404)' },
+  { flag: 'api-refuse-networks', env: 'SLIPWAY_API_REFUSE_NETWORKS', def: 'workspaces', help: 'address blocks whose connections the API and metrics listeners refuse, so tenant containers never reach the control plane: workspaces (the --network-pool block, or Docker\'s default bridge pools 172.17-31.0.0/16 when it is empty), none, or comma-separated CIDRs added to workspaces\' (e.g. workspaces,172.16.0.0/16)' },
   { flag: 'data-dir', env: 'SLIPWAY_DATA_DIR', def: './data', help: 'directory for the SQLite store, the secret key and the bootstrap key' },
   { flag: 'database-url', env: 'SLIPWAY_DATABASE_URL', def: '', help: 'control-plane store: `postgres://…` selects PostgreSQL; empty means SQLite at `<data-dir>/slipway.db`' },
   { flag: 'router-listen', env: 'SLIPWAY_ROUTER_LISTEN', def: ':8000', help: 'address of the HTTP router that serves the deployed apps' },
@@ -419,6 +429,30 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
   }
 
   const routerListen = address('router-listen');
+  function metricsListen(): ListenAddress | null {
+    if (raw('metrics-listen').trim() === 'off') return null;
+    const at = address('metrics-listen');
+    const api = address('listen');
+    if (at.port !== 0 && at.port === api.port) problems.push(`${where('metrics-listen')} must be another port than the API's ${api.port.toString()} (or off).`);
+    return at;
+  }
+  function metricsToken(): string {
+    const token = raw('metrics-token');
+    if (token !== '' && (token.length < 32 || /\s/.test(token))) problems.push(`${where('metrics-token')} must be at least 32 characters without spaces (got ${token.length.toString()} characters).`);
+    return token;
+  }
+  function refuseNetworks(pool: NetworkPool | null): string[] {
+    const items = raw('api-refuse-networks').split(',').map((x) => x.trim()).filter((x) => x !== '');
+    if (items.length === 1 && items[0] === 'none') return [];
+    const out: string[] = [];
+    for (const item of items) {
+      if (item === 'workspaces') out.push(...(pool === null ? DOCKER_DEFAULT_BRIDGES : [pool.cidr]));
+      else if (parseCidr(item) === null) problems.push(`${where('api-refuse-networks')} must be workspaces, none, or IPv4 CIDR blocks like 10.0.0.0/8 (got "${item}").`);
+      else out.push(item);
+    }
+    return out;
+  }
+  const pool = networkPool();
   const logMaxBytes = wholeNumber('log-max-bytes-per-project', 0, MAX_LOG_BYTES);
   const routerTlsListen = address('router-tls-listen');
   const config: Config = {
@@ -464,7 +498,10 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     logMaxBytesPerProject: logMaxBytes === 0 ? null : logMaxBytes,
     logRateLimit: wholeNumber('log-rate-limit', 1, 1_000_000),
     limits: { maxWorkspacesPerUser: wholeNumber('max-workspaces-per-user', 0, 1_000_000), maxProjectsPerWorkspace: wholeNumber('max-projects-per-workspace', 0, 1_000_000) },
-    networkPool: networkPool(),
+    networkPool: pool,
+    metricsListen: metricsListen(),
+    metricsToken: metricsToken(),
+    refuseNetworks: refuseNetworks(pool),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),
     databases: {

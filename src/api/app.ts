@@ -11,6 +11,7 @@ import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
+import { refuseTenants, TenantNetworks } from './tenant-guard.js';
 import { PING_EVERY_MS } from './stream.js';
 import { AccessLog, RefusalLog, RequestLogController, requestFields, requestLogger, type LogStream } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
@@ -51,6 +52,10 @@ export interface AppDeps extends Deps {
   log: { level: string; stream?: Writable };
   /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
   trustProxy?: string[];
+  /** `--metrics-token`: GET /metrics on the API answers to this bearer token only; absent or empty: 404 there (the metrics listener serves it) */
+  metricsToken?: string;
+  /** the address blocks of tenant containers (the workspace networks), whose connections are refused; absent: none */
+  tenantNetworks?: TenantNetworks;
   /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
   githubWebhookSecret?: string;
   version: string;
@@ -173,7 +178,7 @@ export async function buildApp(deps: AppDeps) {
     streamPingMs: deps.streamPingMs ?? PING_EVERY_MS,
   });
 
-  await app.register(systemRoutes, { store: deps.store, metrics });
+  await app.register(systemRoutes, { store: deps.store, metrics, metricsToken: deps.metricsToken ?? '' });
   await app.register(workspaceRoutes, { services });
   await app.register(memberRoutes, { services });
   await app.register(invitationRoutes, { services });
@@ -200,7 +205,10 @@ export async function buildApp(deps: AppDeps) {
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
   await app.register(paymentWebhookRoutes, { services });
 
-  return { app, services: services satisfies Services };
+  // tenant containers never reach the control plane (docs/security.md#control-plane-ports)
+  refuseTenants(app.server, deps.tenantNetworks ?? new TenantNetworks([]), app.log, 'API');
+
+  return { app, services: services satisfies Services, metrics };
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>['app'];

@@ -147,13 +147,46 @@ describe('errors, limits and observability', () => {
     expect(all).not.toContain(inv.body.data?.token ?? 'missing');
   });
 
-  it('serves health, readiness and Prometheus metrics', async () => {
+  it('serves health and readiness on the API, and Prometheus metrics to the operator only', async () => {
     expect((await s.request('GET', '/healthz')).body).toEqual({ success: true, data: { status: 'ok' } });
     expect((await s.request('GET', '/readyz')).body).toEqual({ success: true, data: { status: 'ready' } });
-    const m = await s.request('GET', '/metrics');
+    // the per-project gauges name every tenant's workspaces and projects: not on the API's port
+    const open = await s.request('GET', '/metrics');
+    expect(open).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'Metrics are served to the operator only: on the metrics listener (--metrics-listen, loopback by default), or here with the bearer token of --metrics-token.' },
+    });
+    expect((await s.request('GET', '/metrics', { key: w.owner.key })).status).toBe(404);
+    // the operator's listener (loopback by default)
+    const m = await fetch(s.metricsUrl);
+    expect(new URL(s.metricsUrl).hostname).toBe('127.0.0.1');
     expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(m.text).toMatch(/slipway_http_request_duration_seconds_count\{method="GET",route="\/api\/workspaces",status="200"\} \d+/);
-    expect(m.text).toContain('slipway_process_resident_memory_bytes');
+    const text = await m.text();
+    expect(text).toMatch(/slipway_http_request_duration_seconds_count\{method="GET",route="\/api\/workspaces",status="200"\} \d+/);
+    expect(text).toContain('slipway_process_resident_memory_bytes');
+    const elsewhere = await fetch(s.metricsUrl.replace(/\/metrics$/, '/api/workspaces'));
+    expect(elsewhere.status).toBe(404);
+  });
+});
+
+describe('/metrics on the API with --metrics-token', () => {
+  const token = 'mt_'.padEnd(40, '7');
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite', { metricsToken: token });
+  });
+  afterAll(async () => s.close());
+
+  it('answers the bearer token only', async () => {
+    const wrong = 'GET /metrics needs the header "Authorization: Bearer <token>" with the token of --metrics-token.';
+    for (const authorization of [undefined, `Bearer ${token}x`, `Basic ${token}`, 'Bearer ', token]) {
+      const r = await s.request('GET', '/metrics', authorization === undefined ? {} : { headers: { authorization } });
+      expect(r, String(authorization)).toMatchObject({ status: 401, body: { success: false, error: wrong } });
+      expect(r.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    }
+    const ok = await s.request('GET', '/metrics', { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('slipway_process_resident_memory_bytes');
   });
 });
 
