@@ -205,7 +205,7 @@ export async function buildApp(deps: AppDeps) {
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
   await app.register(paymentWebhookRoutes, { services });
 
-  // tenant containers never reach the control plane (docs/security.md#control-plane-ports)
+  // tenant containers never reach the control plane (docs/security.md#metrics-and-the-control-planes-ports)
   refuseTenants(app.server, deps.tenantNetworks ?? new TenantNetworks([]), app.log, 'API');
 
   return { app, services: services satisfies Services, metrics };

@@ -11,7 +11,7 @@ export const DOCKER_DEFAULT_BRIDGES: readonly string[] = Array.from({ length: 15
 
 /**
  * The address blocks tenant containers connect from, whose connections the control plane's
- * listeners refuse (docs/security.md#control-plane-ports).
+ * listeners refuse (docs/security.md#metrics-and-the-control-planes-ports).
  */
 export class TenantNetworks {
   private readonly blocks = new BlockList();

@@ -33,10 +33,13 @@ export interface Push {
 /** What a push did for one project (the webhook answer's `projects[]`, docs/api.md#webhooks). */
 export interface PushOutcome {
   project_id: string;
-  /** queued; or not deployed: the wallet is empty, or a Git deployment of that commit is already queued, under way or running */
-  outcome: 'queued' | 'payment_required' | 'duplicate_commit';
-  /** the deployment queued; the one already live for that commit; or the failed one that records the refusal */
-  deployment_id: string;
+  /**
+   * queued; or not deployed: the wallet is empty, a Git deployment of that commit is already
+   * queued, under way or running, or the project's workspace has not linked the installation
+   */
+  outcome: 'queued' | 'payment_required' | 'duplicate_commit' | 'installation_not_linked';
+  /** the deployment queued; the one already live for that commit; the failed one that records the refusal; null: none */
+  deployment_id: string | null;
   /** one sentence */
   reason: string;
 }
@@ -46,6 +49,8 @@ export const PUSH_REASONS = {
     'Not deployed: the workspace wallet has no credit left. Top it up, then redeliver this push from GitHub (Recent Deliveries, Redeliver) or deploy the commit by hand.',
   duplicate_commit: (live: DeploymentRow) =>
     `Not deployed again: deployment ${live.id} of this commit is already ${live.status}; should it fail, a redelivery deploys the commit again if it is still the branch's head.`,
+  installation_not_linked: (installationId: number) =>
+    `Not deployed: this project's Git connection names GitHub App installation ${installationId.toString()}, which its workspace has not linked (any more); link it again (POST /api/workspaces/:slug/github/installations/link), then redeliver this push.`,
 } as const;
 
 /** A push as a GitHub App delivers it: it names the installation it comes from. */
@@ -152,16 +157,20 @@ export class DeployService {
    * auto_deploy on whose connection uses that very installation, linked to the project's own
    * workspace. Each such project gets an outcome (queued, or why not: its wallet is empty, or a
    * Git deployment of the pushed commit is already queued, under way or running); connections
-   * whose workspace has not linked the installation are only counted (`unlinked`), never acted
-   * on nor named. The deployments build the pushed commit only if it is still the branch's head
+   * whose workspace has not linked the installation (any more) are `installation_not_linked`:
+   * never acted on nor recorded in a workspace that no longer trusts the installation (only the
+   * App's owner, the operator, sees the App's deliveries and their answers). The deployments build the pushed commit only if it is still the branch's head
    * when fetched.
    */
-  async deployFromAppPush(push: AppPush): Promise<{ outcomes: PushOutcome[]; unlinked: number }> {
-    if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return { outcomes: [], unlinked: 0 };
+  async deployFromAppPush(push: AppPush): Promise<PushOutcome[]> {
+    if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
     const targets = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
     const outcomes: PushOutcome[] = [];
-    for (const p of targets) if (p.linked) outcomes.push(await this.deployPush(p, push));
-    return { outcomes, unlinked: targets.filter((p) => !p.linked).length };
+    for (const p of targets) {
+      if (p.linked) outcomes.push(await this.deployPush(p, push));
+      else outcomes.push({ project_id: p.id, outcome: 'installation_not_linked', deployment_id: null, reason: PUSH_REASONS.installation_not_linked(push.installationId) });
+    }
+    return outcomes;
   }
 
   /**

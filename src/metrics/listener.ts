@@ -19,7 +19,7 @@ const envelope = (res: import('node:http').ServerResponse, status: number, error
 /**
  * The operator's own listener for Prometheus (`--metrics-listen`, loopback by default): `GET
  * /metrics` and nothing else. The per-project gauges carry workspace and project names, which
- * are not public, so they are not on the API's port (docs/security.md#metrics).
+ * are not public, so they are not on the API's port (docs/security.md#metrics-and-the-control-planes-ports).
  */
 export async function startMetricsListener(opts: { host: string; port: number; registry: Registry; tenants: TenantNetworks; log: FastifyBaseLogger }): Promise<MetricsListener> {
   const server: Server = createServer((req, res) => {

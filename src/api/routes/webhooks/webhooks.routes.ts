@@ -146,28 +146,28 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
    * Redeliver deploys once the cause is fixed (a project already deployed is then
    * `duplicate_commit`, never deployed twice).
    */
-  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<{ outcomes: PushOutcome[]; unlinked: number }>) {
+  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<PushOutcome[]>) {
     const { push, delivery } = v;
     const about = { event: 'push', delivery, repo_full_name: push.repoFullName, branch: push.branch };
     if (!(await services.deploys.claimDelivery(receiver, delivery, v.digest))) {
       req.log.info(about, 'GitHub push: a repeated delivery, nothing deployed');
       return reply.code(200).send(ok({ event: 'push' as const, duplicate: true as const, reason: `Delivery ${delivery} was already processed and did what it was for (the same delivery id or the same body); nothing was deployed again.` }));
     }
-    let result: { outcomes: PushOutcome[]; unlinked: number };
+    let outcomes: PushOutcome[];
     try {
-      result = await deploy();
+      outcomes = await deploy();
     } catch (err) {
       // Released so that GitHub's redelivery can try again; a deployment this attempt did queue
       // is superseded by the retry's while it still waits.
       await services.deploys.releaseDelivery(receiver, delivery).catch(() => undefined);
       throw err;
     }
-    const summary = pushSummary(push, result.outcomes, result.unlinked);
+    const summary = pushSummary(push, outcomes);
     if (!summary.done) await services.deploys.releaseDelivery(receiver, delivery);
-    const deployments = result.outcomes.filter((o) => o.outcome === 'queued').map((o) => o.deployment_id);
+    const deployments = outcomes.flatMap((o) => (o.outcome === 'queued' && o.deployment_id !== null ? [o.deployment_id] : []));
     req.log.info({ ...about, deployments, outcome: summary.outcome, done: summary.done }, `GitHub push: ${summary.reason}`);
     return reply.code(202).send(
-      ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, commit_sha: push.commitSha, deployments, ...summary, projects: result.outcomes }),
+      ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, commit_sha: push.commitSha, deployments, ...summary, projects: outcomes }),
     );
   }
 
@@ -199,30 +199,29 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
     if (!receiver.autoDeploy) return ignore(reply, 'auto_deploy is off on this webhook\'s Git connection; nothing was deployed.');
     return once(req, reply, receiver.webhookId, v, async () => {
       const o = await services.deploys.deployConnectionPush(receiver.projectId, pushOf(push));
-      return { outcomes: o === null ? [] : [o], unlinked: 0 };
+      return o === null ? [] : [o];
     });
   });
 };
 
 /** The answer's verdict on a push: what it did, in one sentence, and whether the delivery is done. */
-export function pushSummary(push: BranchPush, outcomes: PushOutcome[], unlinked: number): { outcome: PushVerdict; done: boolean; reason: string } {
+export function pushSummary(push: BranchPush, outcomes: PushOutcome[]): { outcome: PushVerdict; done: boolean; reason: string } {
   const queued = outcomes.filter((o) => o.outcome === 'queued').length;
-  const refused = outcomes.length - queued;
   const target = `${push.repoFullName}@${push.branch}`;
-  const unlinkedNote =
-    unlinked === 0
-      ? ''
-      : ` ${unlinked.toString()} Git connection${unlinked === 1 ? ' names' : 's name'} this GitHub App installation for ${target} without the installation being linked to ${unlinked === 1 ? 'its' : 'their'} workspace; link it again (POST /api/workspaces/:slug/github/installations/link) and redeliver.`;
-  const redeliver = ' The delivery is not recorded as done: GitHub\'s Redeliver acts on it again once the cause is fixed.';
-  if (outcomes.length === 0 && unlinked === 0) {
+  if (outcomes.length === 0) {
     return { outcome: 'no_project', done: true, reason: `No project deploys ${target} from this delivery (none is connected with auto_deploy on); nothing was deployed.` };
   }
-  if (refused === 0 && unlinked === 0) {
+  if (queued === outcomes.length) {
     return { outcome: 'deployed', done: true, reason: `${queued.toString()} deployment${queued === 1 ? '' : 's'} of ${push.commitSha.slice(0, 12)} queued.` };
   }
-  const outcome: PushVerdict = queued === 0 ? 'not_deployed' : 'partly_deployed';
-  const counts = outcomes.length === 0 ? 'No project was deployed.' : `${queued.toString()} of ${outcomes.length.toString()} project${outcomes.length === 1 ? '' : 's'} deployed; projects[].reason says why the others were not.`;
-  return { outcome, done: false, reason: `${counts}${unlinkedNote}${redeliver}` };
+  const n = outcomes.length;
+  return {
+    outcome: queued === 0 ? 'not_deployed' : 'partly_deployed',
+    done: false,
+    reason:
+      `${queued.toString()} of ${n.toString()} project${n === 1 ? '' : 's'} deployed; projects[].reason says why ${n - queued === 1 ? 'one was' : 'the others were'} not. ` +
+      'The delivery is not recorded as done: GitHub\'s Redeliver acts on it again once the cause is fixed.',
+  };
 }
 
 export type PushVerdict = 'deployed' | 'partly_deployed' | 'not_deployed' | 'no_project';

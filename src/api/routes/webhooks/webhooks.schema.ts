@@ -15,12 +15,15 @@ const Duplicate = Type.Object(
 const ProjectOutcome = Type.Object(
   {
     project_id: Type.String(),
-    outcome: Type.Union([Type.Literal('queued'), Type.Literal('payment_required'), Type.Literal('duplicate_commit')], {
+    outcome: Type.Union([Type.Literal('queued'), Type.Literal('payment_required'), Type.Literal('duplicate_commit'), Type.Literal('installation_not_linked')], {
       description:
         '`queued`: deployed. `payment_required`: not deployed, the workspace wallet has no credit (recorded on the project as a failed deployment saying so). ' +
-        '`duplicate_commit`: not deployed again, a Git deployment of this commit is already queued, under way or running.',
+        '`duplicate_commit`: not deployed again, a Git deployment of this commit is already queued, under way or running. ' +
+        '`installation_not_linked` (App route): not deployed, the project\'s workspace has not linked the delivering installation (any more).',
     }),
-    deployment_id: Type.String({ description: 'The deployment queued; the one of this commit already live; or the failed one that records the refusal.' }),
+    deployment_id: Type.Union([Type.String(), Type.Null()], {
+      description: 'The deployment queued; the one of this commit already live; the failed one that records the refusal; null for installation_not_linked.',
+    }),
     reason: Type.String({ description: 'One sentence: what was done, or why not.' }),
   },
   { additionalProperties: false },
