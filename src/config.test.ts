@@ -190,3 +190,44 @@ describe('tenant limits and the network pool', () => {
     expect(problems(flags)).toContain(message);
   });
 });
+
+describe('the operator\'s metrics and the control plane\'s ports (issue 26 item 8)', () => {
+  const problems = (flags: Record<string, string>): string => {
+    try {
+      resolveConfig(flags, {}, '/srv');
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return '';
+  };
+
+  it('serves metrics on a loopback listener of their own, not on the API, and refuses the workspace pool by default', () => {
+    const c = resolveConfig({}, {}, '/srv');
+    expect(c.metricsListen).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(c.metricsToken).toBe('');
+    expect(c.refuseNetworks).toEqual(['10.213.0.0/16']);
+    expect(c.webhookRateLimit).toEqual({ rate: 10, burst: 200 });
+  });
+
+  it('takes off, a token, Docker\'s default bridges without a pool, none, and added blocks', () => {
+    const token = 'x'.repeat(32);
+    const c = resolveConfig({ 'metrics-listen': 'off', 'metrics-token': token, 'network-pool': '' }, {}, '/srv');
+    expect(c.metricsListen).toBeNull();
+    expect(c.metricsToken).toBe(token);
+    expect(c.refuseNetworks).toHaveLength(15);
+    expect(c.refuseNetworks[0]).toBe('172.17.0.0/16');
+    expect(c.refuseNetworks).not.toContain('192.168.0.0/16');
+    expect(resolveConfig({ 'api-refuse-networks': 'none' }, {}, '/srv').refuseNetworks).toEqual([]);
+    expect(resolveConfig({ 'api-refuse-networks': 'workspaces,172.16.0.0/16' }, {}, '/srv').refuseNetworks).toEqual(['10.213.0.0/16', '172.16.0.0/16']);
+    expect(resolveConfig({ 'api-refuse-networks': '192.0.2.0/24' }, {}, '/srv').refuseNetworks).toEqual(['192.0.2.0/24']);
+  });
+
+  it.each([
+    [{ 'metrics-token': 'short' }, '--metrics-token must be at least 32 characters without spaces (got 5 characters).'],
+    [{ 'metrics-listen': '127.0.0.1:3000' }, '--metrics-listen must be another port than the API\'s 3000 (or off).'],
+    [{ 'metrics-listen': 'loopback' }, '--metrics-listen must be [host]:port'],
+    [{ 'api-refuse-networks': 'workspaces,10.0.0.0' }, '--api-refuse-networks must be workspaces, none, or IPv4 CIDR blocks like 10.0.0.0/8 (got "10.0.0.0").'],
+  ])('refuses %j', (flags, message) => {
+    expect(problems(flags)).toContain(message);
+  });
+});

@@ -6,7 +6,8 @@ import type { RateLimit } from './api/rate-limit.js';
 import type { DatabasePolicy } from './databases/policy.js';
 import { sharedUrlProblem } from './databases/shared.js';
 import { DATABASE_TYPES, type DatabaseType } from './domain/database.js';
-import { poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
+import { parseCidr, poolProblem, type NetworkPool } from './runtime/docker/network-pool.js';
+import { DOCKER_DEFAULT_BRIDGES } from './api/tenant-guard.js';
 import type { TenantLimits } from './tenancy/limits.js';
 import { parseSmtpUrl, type SmtpSettings } from './notify/mailer.js';
 import type { BillingPolicy } from './billing/policy.js';
@@ -30,6 +31,8 @@ export interface Config {
   logLevel: string;
   rateLimit: RateLimit;
   anonymousRateLimit: RateLimit;
+  /** signed GitHub deliveries per receiver (the App, or one Git connection's webhook) */
+  webhookRateLimit: RateLimit;
   adminEmail: string;
   startingCredit: number;
   currency: string;
@@ -45,6 +48,12 @@ export interface Config {
   trustProxy: string[];
   /** HMAC secret of GitHub App webhook deliveries (POST /api/webhooks/github); empty: that route answers 503 */
   githubWebhookSecret: string;
+  /** the operator's metrics listener (GET /metrics); null: off */
+  metricsListen: ListenAddress | null;
+  /** bearer token that GET /metrics on the API answers to; empty: /metrics is not on the API */
+  metricsToken: string;
+  /** address blocks whose connections the API and metrics listeners refuse (tenant containers) */
+  refuseNetworks: string[];
   /** the API's public address (https://slipway.example.com), for the webhook URLs shown; empty: paths alone */
   publicUrl: string;
   /** where e-mail goes (invitations); null: Slipway sends no e-mail */
@@ -111,6 +120,9 @@ export interface AcmeConfig {
  */
 export const SETTINGS = [
   { flag: 'listen', env: 'SLIPWAY_LISTEN', def: ':3000', help: 'address of the REST + WebSocket API, `[host]:port`' },
+  { flag: 'metrics-listen', env: 'SLIPWAY_METRICS_LISTEN', def: '127.0.0.1:9464', help: 'the operator\'s own listener for Prometheus (GET /metrics: it names workspaces and projects, so it is not on the API), `[host]:port`; off: none' },
+  { flag: 'metrics-token', env: 'SLIPWAY_METRICS_TOKEN', def: '', help: 'bearer token (at least 32 characters) that GET /metrics on the API port answers to, for a Prometheus that cannot reach the metrics listener; empty: /metrics is not served on the API (404)' },
+  { flag: 'api-refuse-networks', env: 'SLIPWAY_API_REFUSE_NETWORKS', def: 'workspaces', help: 'address blocks whose connections the API and metrics listeners refuse, so tenant containers never reach the control plane: workspaces (the --network-pool block, or Docker\'s default bridge pools 172.17-31.0.0/16 when it is empty), none, or comma-separated CIDRs added to workspaces\' (e.g. workspaces,172.16.0.0/16)' },
   { flag: 'data-dir', env: 'SLIPWAY_DATA_DIR', def: './data', help: 'directory for the SQLite store, the secret key and the bootstrap key' },
   { flag: 'database-url', env: 'SLIPWAY_DATABASE_URL', def: '', help: 'control-plane store: `postgres://…` selects PostgreSQL; empty means SQLite at `<data-dir>/slipway.db`' },
   { flag: 'router-listen', env: 'SLIPWAY_ROUTER_LISTEN', def: ':8000', help: 'address of the HTTP router that serves the deployed apps' },
@@ -120,8 +132,10 @@ export const SETTINGS = [
   { flag: 'log-level', env: 'SLIPWAY_LOG_LEVEL', def: 'info', help: 'one of fatal, error, warn, info, debug, trace, silent' },
   { flag: 'rate-limit', env: 'SLIPWAY_RATE_LIMIT', def: '20', help: 'requests per second per API key (token bucket refill rate)' },
   { flag: 'rate-limit-burst', env: 'SLIPWAY_RATE_LIMIT_BURST', def: '100', help: 'requests an API key may send at once (bucket size)' },
-  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept, GitHub webhooks)' },
+  { flag: 'anonymous-rate-limit', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT', def: '5', help: 'requests per second per client address without a valid key (failed auth, invitation accept, GitHub deliveries whose signature or webhook URL is wrong)' },
   { flag: 'anonymous-rate-limit-burst', env: 'SLIPWAY_ANONYMOUS_RATE_LIMIT_BURST', def: '20', help: 'burst for requests without a valid key' },
+  { flag: 'webhook-rate-limit', env: 'SLIPWAY_WEBHOOK_RATE_LIMIT', def: '10', help: 'correctly signed GitHub deliveries per second per receiver (the GitHub App, or one Git connection\'s webhook URL), counted after the signature check' },
+  { flag: 'webhook-rate-limit-burst', env: 'SLIPWAY_WEBHOOK_RATE_LIMIT_BURST', def: '200', help: 'signed GitHub deliveries one receiver may get at once (GitHub sends bursts and does not retry)' },
   { flag: 'admin-email', env: 'SLIPWAY_ADMIN_EMAIL', def: 'admin@localhost', help: 'e-mail of the owner created on first start' },
   { flag: 'starting-credit', env: 'SLIPWAY_STARTING_CREDIT', def: '500', help: 'credit of a new workspace wallet, in minor units (500 = 5.00)' },
   { flag: 'currency', env: 'SLIPWAY_CURRENCY', def: 'USD', help: 'ISO 4217 code of wallet balances' },
@@ -163,7 +177,7 @@ export const SETTINGS = [
   { flag: 'base-image-python', env: 'SLIPWAY_BASE_IMAGE_PYTHON', def: 'python:3.12-slim', help: 'base image of generated Dockerfiles for Python apps' },
   { flag: 'base-image-static', env: 'SLIPWAY_BASE_IMAGE_STATIC', def: 'busybox:1.36', help: 'base image of generated Dockerfiles for static sites' },
   { flag: 'github-webhook-secret', env: 'SLIPWAY_GITHUB_WEBHOOK_SECRET', def: '', help: 'webhook secret of the GitHub App, for its deliveries to /api/webhooks/github (repository webhooks use each Git connection\'s own secret); empty: App deliveries are refused' },
-  { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: the path alone' },
+  { flag: 'public-url', env: 'SLIPWAY_PUBLIC_URL', def: '', help: 'the API\'s address as GitHub reaches it, e.g. https://slipway.example.com: Git connections show their webhook URL under it; empty: under the origin each request reached (its Host header, or X-Forwarded-Proto/Host from a --trust-proxy proxy)' },
   { flag: 'smtp-url', env: 'SLIPWAY_SMTP_URL', def: '', help: 'SMTP server that sends e-mail (invitations), `smtp://[user:password@]host[:port]` or `smtps://…`; empty: no e-mail' },
   { flag: 'smtp-from', env: 'SLIPWAY_SMTP_FROM', def: 'Slipway <slipway@localhost>', help: 'From address of the e-mail Slipway sends' },
   { flag: 'llm-base-url', env: 'SLIPWAY_LLM_BASE_URL', def: '', help: 'an OpenAI-compatible API (`…/v1`) that POST …/logs/analyze also asks, sending only redacted line templates; its key comes from the environment variable SLIPWAY_LLM_API_KEY (never a flag); empty: the built-in analyzer only' },
@@ -442,6 +456,30 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
   }
 
   const routerListen = address('router-listen');
+  function metricsListen(): ListenAddress | null {
+    if (raw('metrics-listen').trim() === 'off') return null;
+    const at = address('metrics-listen');
+    const api = address('listen');
+    if (at.port !== 0 && at.port === api.port) problems.push(`${where('metrics-listen')} must be another port than the API's ${api.port.toString()} (or off).`);
+    return at;
+  }
+  function metricsToken(): string {
+    const token = raw('metrics-token');
+    if (token !== '' && (token.length < 32 || /\s/.test(token))) problems.push(`${where('metrics-token')} must be at least 32 characters without spaces (got ${token.length.toString()} characters).`);
+    return token;
+  }
+  function refuseNetworks(pool: NetworkPool | null): string[] {
+    const items = raw('api-refuse-networks').split(',').map((x) => x.trim()).filter((x) => x !== '');
+    if (items.length === 1 && items[0] === 'none') return [];
+    const out: string[] = [];
+    for (const item of items) {
+      if (item === 'workspaces') out.push(...(pool === null ? DOCKER_DEFAULT_BRIDGES : [pool.cidr]));
+      else if (parseCidr(item) === null) problems.push(`${where('api-refuse-networks')} must be workspaces, none, or IPv4 CIDR blocks like 10.0.0.0/8 (got "${item}").`);
+      else out.push(item);
+    }
+    return out;
+  }
+  const pool = networkPool();
   const logMaxBytes = wholeNumber('log-max-bytes-per-project', 0, MAX_LOG_BYTES);
   const routerTlsListen = address('router-tls-listen');
   const config: Config = {
@@ -455,6 +493,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     logLevel,
     rateLimit: { rate: positive('rate-limit'), burst: positive('rate-limit-burst') },
     anonymousRateLimit: { rate: positive('anonymous-rate-limit'), burst: positive('anonymous-rate-limit-burst') },
+    webhookRateLimit: { rate: positive('webhook-rate-limit'), burst: positive('webhook-rate-limit-burst') },
     adminEmail,
     startingCredit,
     currency,
@@ -499,7 +538,10 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
       maxDatabasesPerWorkspace: wholeNumber('max-databases-per-workspace', 0, 1_000_000),
       maxReservedMemoryMb: reservedMemory(),
     },
-    networkPool: networkPool(),
+    networkPool: pool,
+    metricsListen: metricsListen(),
+    metricsToken: metricsToken(),
+    refuseNetworks: refuseNetworks(pool),
     builder: oneOf('builder', ['buildkit', 'classic'] as const),
     githubApp: githubApp(),
     databases: {

@@ -18,6 +18,8 @@ import { standbyEngine } from './deploy/standby.js';
 import { createRouterDriver, type RouterDriver, type RouterLog } from './router/index.js';
 import { DockerRuntime } from './runtime/docker/docker.runtime.js';
 import { buildApp, type App } from './api/app.js';
+import { TenantNetworks } from './api/tenant-guard.js';
+import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from './store/db.js';
@@ -247,12 +249,16 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     logs = deps.logs;
     const hub = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
     liveLogs = hub;
-    const { app, services } = await buildApp({
+    const tenants = new TenantNetworks(config.refuseNetworks);
+    const { app, services, metrics } = await buildApp({
       ...deps,
       rateLimit: config.rateLimit,
       anonymousRateLimit: config.anonymousRateLimit,
+      webhookRateLimit: config.webhookRateLimit,
       trustProxy: config.trustProxy,
       githubWebhookSecret: config.githubWebhookSecret,
+      metricsToken: config.metricsToken,
+      tenantNetworks: tenants,
       log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
       version: VERSION,
       liveLogs,
@@ -283,6 +289,18 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
       await app.close();
       throw new StartError(`cannot listen on ${config.listen.host}:${config.listen.port.toString()}: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
     }
+    let metricsListener: MetricsListener | null = null;
+    if (config.metricsListen !== null) {
+      const at = config.metricsListen;
+      try {
+        metricsListener = await startMetricsListener({ host: at.host, port: at.port, registry: metrics, tenants, log: app.log });
+      } catch (err) {
+        await engine?.stop();
+        await app.close();
+        throw new StartError(`cannot listen for metrics on ${at.host}:${at.port.toString()} (--metrics-listen; off turns it off): ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
+      }
+      app.log.info({ url: metricsListener.url }, `metrics for the operator at ${metricsListener.url}/metrics`);
+    }
     const bootstrapped = await bootstrap(deps, services.apiKeys, { adminEmail: config.adminEmail, dataDir: config.dataDir });
     // Pending custom domains are asked about again in the background (with verification off,
     // the ones left from before are trusted at once).
@@ -303,6 +321,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
         await engine?.stop();
         // before the app, so that open live-log streams get their closing frame
         await liveLogs?.close();
+        await metricsListener?.close();
         await app.close();
         await deps.logs.close();
         await store.close();

@@ -11,6 +11,7 @@ import type { Deps } from '../deps.js';
 import { authPlugin } from './plugins/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.js';
 import { redactUrl } from './redact.js';
+import { refuseTenants, TenantNetworks } from './tenant-guard.js';
 import { PING_EVERY_MS } from './stream.js';
 import { AccessLog, RefusalLog, RequestLogController, requestFields, requestLogger, type LogStream } from './request-log.js';
 import { TokenBuckets, type RateLimit } from './rate-limit.js';
@@ -47,9 +48,15 @@ export interface AppDeps extends Deps {
   rateLimit: RateLimit;
   /** Requests from one client address without a valid key (failed auth, invitation accept). */
   anonymousRateLimit: RateLimit;
+  /** Signed GitHub deliveries per receiver, counted after the signature check (default 10/s, burst 200). */
+  webhookRateLimit?: RateLimit;
   log: { level: string; stream?: Writable };
   /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
   trustProxy?: string[];
+  /** `--metrics-token`: GET /metrics on the API answers to this bearer token only; absent or empty: 404 there (the metrics listener serves it) */
+  metricsToken?: string;
+  /** the address blocks of tenant containers (the workspace networks), whose connections are refused; absent: none */
+  tenantNetworks?: TenantNetworks;
   /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
   githubWebhookSecret?: string;
   version: string;
@@ -68,6 +75,9 @@ export interface AppDeps extends Deps {
 }
 
 export const BODY_LIMIT = 1024 * 1024;
+
+/** `--webhook-rate-limit` and its burst: far above what one repository's pushes send at once. */
+export const WEBHOOK_RATE_LIMIT: RateLimit = { rate: 10, burst: 200 };
 
 export { redactUrl };
 
@@ -164,13 +174,14 @@ export async function buildApp(deps: AppDeps) {
     apiKeys: services.apiKeys,
     keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
     addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
+    receiverBuckets: new TokenBuckets(deps.webhookRateLimit ?? WEBHOOK_RATE_LIMIT, deps.clock),
     clock: deps.clock,
     refusals: new RefusalLog(app.log, deps.refusalLogMs ?? 60_000),
     streamRecheckMs: deps.streamRecheckMs ?? 10_000,
     streamPingMs: deps.streamPingMs ?? PING_EVERY_MS,
   });
 
-  await app.register(systemRoutes, { store: deps.store, metrics });
+  await app.register(systemRoutes, { store: deps.store, metrics, metricsToken: deps.metricsToken ?? '' });
   await app.register(workspaceRoutes, { services });
   await app.register(memberRoutes, { services });
   await app.register(invitationRoutes, { services });
@@ -202,7 +213,10 @@ export async function buildApp(deps: AppDeps) {
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
   await app.register(paymentWebhookRoutes, { services });
 
-  return { app, services: services satisfies Services };
+  // tenant containers never reach the control plane (docs/security.md#metrics-and-the-control-planes-ports)
+  refuseTenants(app.server, deps.tenantNetworks ?? new TenantNetworks([]), app.log, 'API');
+
+  return { app, services: services satisfies Services, metrics };
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>['app'];

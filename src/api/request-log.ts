@@ -148,6 +148,11 @@ export class RequestLogController extends LogController {
   }
 }
 
+/** Who a rate-limit refusal was counted against. */
+export type RefusalKind = 'key' | 'address' | 'receiver';
+const REFUSAL_FIELD: Record<RefusalKind, string> = { key: 'keyId', address: 'address', receiver: 'receiver' };
+const REFUSAL_WORDS: Record<RefusalKind, string> = { key: 'of API key', address: 'of client address', receiver: 'of signed deliveries to webhook receiver' };
+
 /** Beyond this many distinct clients in one interval, the rest are counted together. */
 const MAX_TRACKED = 10_000;
 
@@ -156,7 +161,7 @@ const MAX_TRACKED = 10_000;
  * saying how many requests were refused, plus one line for the clients beyond MAX_TRACKED.
  */
 export class RefusalLog {
-  private counts = new Map<string, { kind: 'key' | 'address'; id: string; refused: number }>();
+  private counts = new Map<string, { kind: RefusalKind; id: string; refused: number }>();
   private others = 0;
   private readonly timer: NodeJS.Timeout;
 
@@ -170,8 +175,8 @@ export class RefusalLog {
     this.timer.unref();
   }
 
-  /** One refused request of a key (its id, never the key) or of a client address. */
-  note(kind: 'key' | 'address', id: string): void {
+  /** One refused request of a key (its id, never the key), of a client address, or to a webhook receiver. */
+  note(kind: RefusalKind, id: string): void {
     const name = `${kind}:${id}`;
     const entry = this.counts.get(name);
     if (entry !== undefined) entry.refused += 1;
@@ -183,8 +188,8 @@ export class RefusalLog {
     const seconds = this.intervalMs / 1000;
     for (const { kind, id, refused } of this.counts.values()) {
       this.log.warn(
-        { rateLimit: kind, [kind === 'key' ? 'keyId' : 'address']: id, refused, intervalSec: seconds },
-        `rate limit: refused ${refused} request${refused === 1 ? '' : 's'} of ${kind === 'key' ? 'API key' : 'client address'} ${id} in the last ${seconds} s`,
+        { rateLimit: kind, [REFUSAL_FIELD[kind]]: id, refused, intervalSec: seconds },
+        `rate limit: refused ${refused} request${refused === 1 ? '' : 's'} ${REFUSAL_WORDS[kind]} ${id} in the last ${seconds} s`,
       );
     }
     if (this.others > 0) {

@@ -32,6 +32,30 @@ export interface Push {
   commitMessage?: string | undefined;
 }
 
+/** What a push did for one project (the webhook answer's `projects[]`, docs/api.md#webhooks). */
+export interface PushOutcome {
+  project_id: string;
+  /**
+   * queued; or not deployed: the wallet is empty, the installation's --max-reserved-memory would be passed, a Git deployment of that commit is already
+   * queued, under way or running, or the project's workspace has not linked the installation
+   */
+  outcome: 'queued' | 'payment_required' | 'memory_bound' | 'duplicate_commit' | 'installation_not_linked';
+  /** the deployment queued; the one already live for that commit; the failed one that records the refusal; null: none */
+  deployment_id: string | null;
+  /** one sentence */
+  reason: string;
+}
+
+export const PUSH_REASONS = {
+  payment_required:
+    'Not deployed: the workspace wallet has no credit left. Top it up, then redeliver this push from GitHub (Recent Deliveries, Redeliver) or deploy the commit by hand.',
+  memory_bound: (why: string) => `Not deployed: ${why} Then redeliver this push from GitHub (Recent Deliveries, Redeliver) or deploy the commit by hand.`,
+  duplicate_commit: (live: DeploymentRow) =>
+    `Not deployed again: deployment ${live.id} of this commit is already ${live.status}; should it fail, a redelivery deploys the commit again if it is still the branch's head.`,
+  installation_not_linked: (installationId: number) =>
+    `Not deployed: this project's Git connection names GitHub App installation ${installationId.toString()}, which its workspace has not linked (any more); link it again (POST /api/workspaces/:slug/github/installations/link), then redeliver this push.`,
+} as const;
+
 /** A push as a GitHub App delivers it: it names the installation it comes from. */
 export interface AppPush extends Push {
   installationId: number;
@@ -139,29 +163,30 @@ export class DeployService {
   /**
    * A GitHub App delivery of a push to `repo@branch`: deploy every project connected to it with
    * auto_deploy on whose connection uses that very installation, linked to the project's own
-   * workspace. Projects of workspaces without credit are skipped, and so are projects that
-   * already have a Git deployment of the pushed commit queued, under way or running (the same
-   * push delivered by a repository webhook too). The deployments build the pushed commit only if
-   * it is still the branch's head when fetched. Returns them.
+   * workspace. Each such project gets an outcome (queued, or why not: its wallet is empty, or a
+   * Git deployment of the pushed commit is already queued, under way or running); connections
+   * whose workspace has not linked the installation (any more) are `installation_not_linked`:
+   * never acted on nor recorded in a workspace that no longer trusts the installation (only the
+   * App's owner, the operator, sees the App's deliveries and their answers). The deployments build the pushed commit only if it is still the branch's head
+   * when fetched.
    */
-  async deployFromAppPush(push: AppPush): Promise<DeploymentView[]> {
+  async deployFromAppPush(push: AppPush): Promise<PushOutcome[]> {
     if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
-    const projects = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
-    const queued: DeploymentView[] = [];
-    for (const p of projects) {
-      const d = await this.deployPush(p, push);
-      if (d !== null) queued.push(d);
+    const targets = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
+    const outcomes: PushOutcome[] = [];
+    for (const p of targets) {
+      if (p.linked) outcomes.push(await this.deployPush(p, push));
+      else outcomes.push({ project_id: p.id, outcome: 'installation_not_linked', deployment_id: null, reason: PUSH_REASONS.installation_not_linked(push.installationId) });
     }
-    return queued;
+    return outcomes;
   }
 
   /**
    * A repository webhook's push, delivered to one connection's URL and verified with its secret:
-   * deploy that connection's project, and only if the push is for its repository and branch and
-   * auto_deploy is on (the caller checked); null when its workspace has no credit or the project
-   * already has a Git deployment of that commit queued, under way or running.
+   * deploy that connection's project (the caller checked that the push is for its repository and
+   * branch and that auto_deploy is on); null when the project is gone.
    */
-  async deployConnectionPush(projectId: string, push: Push): Promise<DeploymentView | null> {
+  async deployConnectionPush(projectId: string, push: Push): Promise<PushOutcome | null> {
     const p = await this.deps.store.repos.projects.byId(projectId);
     if (p === undefined) return null;
     return this.deployPush(p, push);
@@ -232,19 +257,57 @@ export class DeployService {
     return queued;
   }
 
-  private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<DeploymentView | null> {
+  /**
+   * One project's share of a push: queued, or why not. A push refused for an empty wallet is
+   * recorded on the project as a failed deployment whose error says so (the deployments list is
+   * where its users look), so that it is not lost in silence (docs/security.md#webhook-answers).
+   */
+  private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<PushOutcome> {
     try {
       await this.wallets.requireFunds(p.workspace_id);
       // past --max-reserved-memory a push is not deployed either (like one without credit)
       const sized = await this.deps.store.repos.projects.byId(p.id);
       if (sized !== undefined) await this.memoryFor(sized);
     } catch (err) {
-      if (err instanceof AppError && (err.code === 'PAYMENT_REQUIRED' || err.code === 'CONFLICT')) return null;
-      throw err;
+      if (!(err instanceof AppError && (err.code === 'PAYMENT_REQUIRED' || err.code === 'CONFLICT'))) throw err;
+      const [outcome, reason] = err.code === 'PAYMENT_REQUIRED' ? (['payment_required', PUSH_REASONS.payment_required] as const) : (['memory_bound', PUSH_REASONS.memory_bound(err.message)] as const);
+      const refused = await this.recordRefusal(p.id, push, reason);
+      return { project_id: p.id, outcome, deployment_id: refused.id, reason };
     }
     const { row, queued } = await this.queue.enqueueOrFind({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
-    // the same push, delivered by the other way in (repository webhook or GitHub App): already deployed
-    return queued ? this.started(row) : null;
+    if (queued) {
+      const d = await this.started(row);
+      return { project_id: p.id, outcome: 'queued', deployment_id: d.id, reason: `Deployment ${d.id} of commit ${push.commitSha.slice(0, 12)} was queued.` };
+    }
+    // the same push, delivered by the other way in (repository webhook or GitHub App), or again
+    return { project_id: p.id, outcome: 'duplicate_commit', deployment_id: row.id, reason: PUSH_REASONS.duplicate_commit(row) };
+  }
+
+  /** A push that was not deployed, as a failed deployment of that commit in the project's list. */
+  private async recordRefusal(projectId: string, push: Push, reason: string): Promise<DeploymentRow> {
+    const now = iso(this.deps.clock.now());
+    const row: DeploymentRow = {
+      id: this.deps.ids.id(),
+      project_id: projectId,
+      status: 'failed',
+      source: 'git',
+      image: null,
+      branch: push.branch,
+      commit_sha: push.commitSha,
+      commit_message: push.commitMessage ?? null,
+      error: reason,
+      created_at: now,
+      started_at: null,
+      finished_at: now,
+      lease_owner: null,
+      lease_until: null,
+      attempts: 0,
+      restart_requested_at: null,
+      require_head: 1,
+    };
+    await this.deps.store.repos.deployQueue.insert(row);
+    await refreshProjectStatus(this.deps.store.repos, projectId, now);
+    return row;
   }
 
   /** 409 when the project's containers (replicas × memory) would take the installation past `--max-reserved-memory`. */

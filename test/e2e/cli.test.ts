@@ -344,6 +344,34 @@ describe('configuration errors', () => {
     expect(r.stderr).toMatch(/SLIPWAY_LOG_LEVEL must be one of/);
   });
 
+  it('serves /metrics on the operator\'s loopback listener, not on the API (issue 26 item 8)', async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    const base = `http://127.0.0.1:${port.toString()}`;
+    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, '--data-dir', mkdtempSync(join(dir, 'm-'))], { SLIPWAY_METRICS_LISTEN: `127.0.0.1:${metricsPort.toString()}` });
+    await waitHealthy(proc, base);
+    const onApi = await fetch(`${base}/metrics`);
+    expect(onApi.status).toBe(404);
+    expect(((await onApi.json()) as { error: string }).error).toMatch(/^Metrics are served to the operator only/);
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort.toString()}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('slipway_http_request_duration_seconds');
+    expect(proc.stdout()).toContain(`metrics for the operator at http://127.0.0.1:${metricsPort.toString()}/metrics`);
+  });
+
+  it('refuses a taken metrics port before bootstrapping, naming --metrics-listen', async () => {
+    const blocker = createServer();
+    const taken = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => { resolve((blocker.address() as AddressInfo).port); }));
+    const data = mkdtempSync(join(dir, 'mb-'));
+    try {
+      const r = await runSlipway(['serve', '--listen', `127.0.0.1:${(await freePort()).toString()}`, '--data-dir', data], { SLIPWAY_METRICS_LISTEN: `127.0.0.1:${taken.toString()}` });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/cannot listen for metrics on 127\.0\.0\.1:\d+ \(--metrics-listen; off turns it off\): EADDRINUSE\./);
+      expect(existsSync(join(data, 'bootstrap-key'))).toBe(false);
+    } finally {
+      blocker.close();
+    }
+  });
+
   it('lets a flag win over its environment variable', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;

@@ -1,5 +1,58 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
+
+/** A client of its own: `rounds` POSTs of `mib` MiB by Node's fetch, each with a Content-Length and chunked; each answer's status and body, or the error. */
+const CLIENT = `
+const [url, key, mib, rounds] = process.argv.slice(1);
+const bytes = Buffer.alloc(Number(mib) * 1024 * 1024, 120);
+const out = [];
+for (let i = 0; i < Number(rounds); i++) {
+  for (const chunked of [false, true]) {
+    const init = { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key } };
+    if (chunked) {
+      init.body = new ReadableStream({ start(c) { for (let at = 0; at < bytes.length; at += 65536) c.enqueue(bytes.subarray(at, at + 65536)); c.close(); } });
+      init.duplex = 'half';
+    } else init.body = bytes;
+    try {
+      const res = await fetch(url, init);
+      out.push({ status: res.status, body: await res.json() });
+    } catch (err) {
+      out.push({ error: String(err.cause?.code ?? err) });
+    }
+  }
+}
+console.log(JSON.stringify(out));
+`;
+
+async function fetchFromAnotherProcess(url: string, key: string, mib: number, rounds: number): Promise<unknown[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', CLIENT, url, key, String(mib), String(rounds)], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout) as unknown[];
+}
+
+describe('over-limit bodies', () => {
+  let b: TestServer;
+  let big: TestWorkspace;
+  beforeAll(async () => {
+    b = await startTestServer('sqlite');
+    big = await makeWorkspace(b);
+  });
+  afterAll(async () => b.close());
+
+  // Node's own fetch (undici), from a process of its own as a real client is, writes its whole
+  // body before it reads the answer: a server that answers and closes mid-body left it with
+  // EPIPE ("fetch failed") instead of the 413, now and then.
+  it.each([
+    ['2 MiB to a normal route', () => `/api/workspaces`, 2, 'The request body is larger than the 1 MiB limit.'],
+    ['4 MiB to the log analysis', () => `/api/workspaces/${big.slug}/projects/nothing/logs/analyze`, 4, 'The request body is larger than the 3 MiB limit.'],
+    ['16 MiB to a normal route', () => `/api/workspaces`, 16, 'The request body is larger than the 1 MiB limit.'],
+  ])('answers %s sent by Node\'s fetch with the 413, never a broken pipe', async (_what, path, mib, message) => {
+    const answers = await fetchFromAnotherProcess(b.url + path(), big.member.key, mib, 8);
+    expect(answers).toEqual(Array.from({ length: 16 }, () => ({ status: 413, body: { success: false, error: message } })));
+  }, 60_000);
+
+});
 
 describe('errors, limits and observability', () => {
   let s: TestServer;
@@ -94,13 +147,46 @@ describe('errors, limits and observability', () => {
     expect(all).not.toContain(inv.body.data?.token ?? 'missing');
   });
 
-  it('serves health, readiness and Prometheus metrics', async () => {
+  it('serves health and readiness on the API, and Prometheus metrics to the operator only', async () => {
     expect((await s.request('GET', '/healthz')).body).toEqual({ success: true, data: { status: 'ok' } });
     expect((await s.request('GET', '/readyz')).body).toEqual({ success: true, data: { status: 'ready' } });
-    const m = await s.request('GET', '/metrics');
+    // the per-project gauges name every tenant's workspaces and projects: not on the API's port
+    const open = await s.request('GET', '/metrics');
+    expect(open).toMatchObject({
+      status: 404,
+      body: { success: false, error: 'Metrics are served to the operator only: on the metrics listener (--metrics-listen, loopback by default), or here with the bearer token of --metrics-token.' },
+    });
+    expect((await s.request('GET', '/metrics', { key: w.owner.key })).status).toBe(404);
+    // the operator's listener (loopback by default)
+    const m = await fetch(s.metricsUrl);
+    expect(new URL(s.metricsUrl).hostname).toBe('127.0.0.1');
     expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(m.text).toMatch(/slipway_http_request_duration_seconds_count\{method="GET",route="\/api\/workspaces",status="200"\} \d+/);
-    expect(m.text).toContain('slipway_process_resident_memory_bytes');
+    const text = await m.text();
+    expect(text).toMatch(/slipway_http_request_duration_seconds_count\{method="GET",route="\/api\/workspaces",status="200"\} \d+/);
+    expect(text).toContain('slipway_process_resident_memory_bytes');
+    const elsewhere = await fetch(s.metricsUrl.replace(/\/metrics$/, '/api/workspaces'));
+    expect(elsewhere.status).toBe(404);
+  });
+});
+
+describe('/metrics on the API with --metrics-token', () => {
+  const token = 'mt_'.padEnd(40, '7');
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite', { metricsToken: token });
+  });
+  afterAll(async () => s.close());
+
+  it('answers the bearer token only', async () => {
+    const wrong = 'GET /metrics needs the header "Authorization: Bearer <token>" with the token of --metrics-token.';
+    for (const authorization of [undefined, `Bearer ${token}x`, `Basic ${token}`, 'Bearer ', token]) {
+      const r = await s.request('GET', '/metrics', authorization === undefined ? {} : { headers: { authorization } });
+      expect(r, String(authorization)).toMatchObject({ status: 401, body: { success: false, error: wrong } });
+      expect(r.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    }
+    const ok = await s.request('GET', '/metrics', { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('slipway_process_resident_memory_bytes');
   });
 });
 

@@ -72,7 +72,8 @@ const tpl = (f: Fixture) => `${ws(f)}/templates/${f.template}`;
 const TABLE: Row[] = [
   { method: 'GET', url: '/healthz', who: 'public', ok: 200, path: () => '/healthz' },
   { method: 'GET', url: '/readyz', who: 'public', ok: 200, path: () => '/readyz' },
-  { method: 'GET', url: '/metrics', who: 'public', ok: 200, path: () => '/metrics' },
+  // Not on the API without --metrics-token (the operator's own listener serves it): 404 for everybody.
+  { method: 'GET', url: '/metrics', who: 'public', ok: 404, path: () => '/metrics' },
   { method: 'GET', url: '/api/openapi.json', who: 'public', ok: 200, path: () => '/api/openapi.json' },
   // An unknown token is 404 for everybody: the route itself needs no key.
   { method: 'POST', url: '/api/invitations/accept', who: 'public', ok: 404, path: () => '/api/invitations/accept', body: () => ({ token: `svc_inv_${'1'.repeat(40)}` }) },

@@ -99,7 +99,7 @@ describe('resource metrics on the engine', () => {
     expect((await s.request('GET', `${api()}/metrics?period=1y`, { key: w.member.key })).status).toBe(400);
 
     // Prometheus: the project's gauges
-    const text = await (await fetch(`${s.url}/metrics`)).text();
+    const text = await (await fetch(s.metricsUrl)).text();
     const labels = `{workspace="${w.slug}",project="gauged"}`;
     expect(text).toMatch(new RegExp(`slipway_project_memory_bytes${labels.replace(/[{}]/g, '\\$&')} [1-9]`));
     expect(text).toContain(`slipway_project_cpu_millicores${labels}`);

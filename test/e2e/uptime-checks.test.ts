@@ -159,7 +159,7 @@ describe.each(STORE_KINDS)('uptime checks on %s', (kind) => {
     }
     expect((await s.request('GET', `${api()}/history?period=1y`, { key: w.member.key })).status).toBe(400);
     // Prometheus: 1 while up
-    expect(await (await fetch(`${s.url}/metrics`)).text()).toContain(`slipway_project_up{workspace="${w.slug}",project="${project.slug}"} 1`);
+    expect(await (await fetch(s.metricsUrl)).text()).toContain(`slipway_project_up{workspace="${w.slug}",project="${project.slug}"} 1`);
   });
 
   it('does not count failures while Slipway rolls the project out, and pauses for a stopped project', async () => {

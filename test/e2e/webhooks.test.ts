@@ -16,7 +16,76 @@ interface Result {
   reason?: string;
   repo_full_name?: string;
   branch?: string;
+  commit_sha?: string;
   deployments?: string[];
+  outcome?: string;
+  done?: boolean;
+  projects?: { project_id: string; outcome: string; deployment_id: string | null; reason: string }[];
+}
+
+const GITHUB_EXAMPLE_AFTER = '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c';
+
+/**
+ * A push event in the shape GitHub documents and sends (every top-level field of its example
+ * payload; values of our own), to `repoFullName`'s main branch.
+ */
+function githubPushExample(repoFullName: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const [owner = 'octo-org', name = 'web'] = repoFullName.split('/');
+  const user = { login: owner, id: 21031067, node_id: 'MDQ6VXNlcjIxMDMxMDY3', type: 'User', site_admin: false, html_url: `https://github.com/${owner}` };
+  return {
+    ref: 'refs/heads/main',
+    before: '6113728f27ae82c7b1a177c8d03f9e96e0adf246',
+    after: GITHUB_EXAMPLE_AFTER,
+    repository: {
+      id: 186853002,
+      node_id: 'MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=',
+      name,
+      full_name: repoFullName,
+      private: false,
+      owner: { name: owner, email: null, ...user },
+      html_url: `https://github.com/${repoFullName}`,
+      clone_url: `https://github.com/${repoFullName}.git`,
+      default_branch: 'main',
+      master_branch: 'main',
+      pushed_at: 1559060410,
+    },
+    pusher: { name: owner, email: `${owner}@users.noreply.github.com` },
+    sender: user,
+    created: false,
+    deleted: false,
+    forced: false,
+    base_ref: null,
+    compare: `https://github.com/${repoFullName}/compare/6113728f27ae...0d1a26e67d8f`,
+    commits: [
+      {
+        id: GITHUB_EXAMPLE_AFTER,
+        tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
+        distinct: true,
+        message: 'Update README.md',
+        timestamp: '2019-05-15T15:20:30-07:00',
+        url: `https://github.com/${repoFullName}/commit/${GITHUB_EXAMPLE_AFTER}`,
+        author: { name: owner, email: `${owner}@users.noreply.github.com`, username: owner },
+        committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
+        added: [],
+        removed: [],
+        modified: ['README.md'],
+      },
+    ],
+    head_commit: {
+      id: GITHUB_EXAMPLE_AFTER,
+      tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
+      distinct: true,
+      message: 'Update README.md',
+      timestamp: '2019-05-15T15:20:30-07:00',
+      url: `https://github.com/${repoFullName}/commit/${GITHUB_EXAMPLE_AFTER}`,
+      author: { name: owner, email: `${owner}@users.noreply.github.com`, username: owner },
+      committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
+      added: [],
+      removed: [],
+      modified: ['README.md'],
+    },
+    ...extra,
+  };
 }
 
 interface Delivery {
@@ -68,7 +137,7 @@ async function deliver(s: TestServer, path: string, secret: string, event: strin
 /** A project connected to a repository, with its webhook as the create response shows it once. */
 interface Hooked extends TestProject {
   ws: TestWorkspace;
-  /** the path of webhook_url */
+  /** webhook_url, absolute */
   hook: string;
   secret: string;
 }
@@ -84,7 +153,9 @@ async function connect(s: TestServer, ws: TestWorkspace, repoFullName: string, g
   const r = await s.request<GitView>('POST', `/api/workspaces/${ws.slug}/projects/${p.slug}/git`, { key: ws.member.key, body: { repo_full_name: repoFullName, ...git } });
   expect(r.status, r.text).toBe(201);
   const url = r.body.data?.webhook_url ?? '';
-  expect(url).toMatch(/^\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+  // absolute under the origin the request reached (no --public-url here): GitHub takes absolute URLs only
+  expect(url.startsWith(`${s.url}/api/webhooks/github/`), url).toBe(true);
+  expect(url).toMatch(/\/api\/webhooks\/github\/[0-9a-f]{32}$/);
   expect(r.body.data?.webhook_secret).toMatch(/^[0-9a-f]{64}$/);
   return { ...p, ws, hook: url, secret: r.body.data?.webhook_secret ?? '' };
 }
@@ -160,7 +231,7 @@ describe.each(STORE_KINDS)('repository webhooks (one secret per Git connection) 
     // The same body, signed with the connection's secret: now it deploys.
     const r = await push(p, payload, { raw: body });
     expect(r.status, r.text).toBe(202);
-    expect(r.body.data).toEqual({ event: 'push', repo_full_name: name, branch: 'main', deployments: [expect.any(String)] });
+    expect(r.body.data).toMatchObject({ event: 'push', repo_full_name: name, branch: 'main', deployments: [expect.any(String)], outcome: 'deployed', done: true });
     const deployments = await deploymentsOf(s, p);
     expect(deployments).toHaveLength(1);
     expect(deployments[0]).toMatchObject({ status: 'queued', source: 'git', branch: 'main', commit_sha: payload.after, commit_message: 'Make the button blue' });
@@ -228,7 +299,7 @@ describe.each(STORE_KINDS)('repository webhooks (one secret per Git connection) 
     expect(first.status, first.text).toBe(202);
     const again = await push(p, null, { raw: body, delivery });
     expect(again.status, again.text).toBe(200);
-    expect(again.body.data).toEqual({ event: 'push', duplicate: true, reason: `Delivery ${delivery} was already processed (the same delivery id or the same body); nothing was deployed.` });
+    expect(again.body.data).toEqual({ event: 'push', duplicate: true, reason: `Delivery ${delivery} was already processed and did what it was for (the same delivery id or the same body); nothing was deployed again.` });
     // A captured delivery replayed under a fresh id (the id is not signed) is still a repeat.
     expect((await push(p, null, { raw: body })).status).toBe(200);
     // So is another body under a used id.
@@ -334,15 +405,58 @@ describe.each(STORE_KINDS)('repository webhooks (one secret per Git connection) 
     expect(await deploymentsOf(s, p)).toEqual([]);
   });
 
-  it('skips a project whose workspace wallet is empty', async () => {
+  it('says why a push was not deployed for an empty wallet, shows it in the project\'s deployments, and deploys it when GitHub redelivers after a top-up', async () => {
     const name = repo();
     const broke = await makeWorkspace(s);
     await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', broke.id).execute();
     const p = await connect(s, broke, name);
-    const r = await push(p, pushPayload(name, 'refs/heads/main'));
-    expect(r.status).toBe(202);
-    expect(r.body.data?.deployments).toEqual([]);
-    expect(await deploymentsOf(s, p)).toEqual([]);
+    // GitHub's push event as it sends it, signed as it signs: HMAC-SHA256 of the raw body, in hex.
+    const body = Buffer.from(JSON.stringify(githubPushExample(name)));
+    const delivery = randomUUID();
+    const signature = `sha256=${createHmac('sha256', p.secret).update(body).digest('hex')}`;
+    const r = await push(p, null, { raw: body, delivery, signature });
+    expect(r.status, r.text).toBe(202);
+    const refusal = 'Not deployed: the workspace wallet has no credit left. Top it up, then redeliver this push from GitHub (Recent Deliveries, Redeliver) or deploy the commit by hand.';
+    expect(r.body.data).toMatchObject({
+      deployments: [],
+      outcome: 'not_deployed',
+      done: false,
+      projects: [{ project_id: p.id, outcome: 'payment_required', deployment_id: expect.any(String), reason: refusal }],
+    });
+    // Where the project's users look: the refused push is a failed deployment saying why.
+    const shown = await deploymentsOf(s, p);
+    expect(shown).toHaveLength(1);
+    expect(shown[0]).toMatchObject({ id: r.body.data?.projects?.[0]?.deployment_id, status: 'failed', source: 'git', branch: 'main', commit_sha: GITHUB_EXAMPLE_AFTER, error: refusal });
+    // GitHub's Redeliver sends the same delivery id and body; after a top-up it deploys.
+    await s.store.db.updateTable('wallets').set({ balance_micros: 5_000_000 }).where('workspace_id', '=', broke.id).execute();
+    const again = await push(p, null, { raw: body, delivery, signature });
+    expect(again.status, again.text).toBe(202);
+    expect(again.body.data).toMatchObject({ outcome: 'deployed', done: true, deployments: [expect.any(String)], projects: [{ outcome: 'queued' }] });
+    const after = await deploymentsOf(s, p);
+    expect(after[0]).toMatchObject({ id: again.body.data?.deployments?.[0], status: 'queued', commit_sha: GITHUB_EXAMPLE_AFTER });
+    // Now done: a third delivery of it is a repeat.
+    const third = await push(p, null, { raw: body, delivery, signature });
+    expect(third.status).toBe(200);
+    expect(third.body.data?.duplicate).toBe(true);
+  });
+
+  it('says a commit already under way was not deployed again, and keeps the delivery open for a redelivery', async () => {
+    const name = repo();
+    const p = await connect(s, w, name);
+    const payload = pushPayload(name, 'refs/heads/main');
+    const first = await push(p, payload);
+    expect(first.body.data?.outcome).toBe('deployed');
+    const live = first.body.data?.deployments?.[0];
+    // the same commit in another delivery (GitHub sends a push both to a repository webhook and to an App)
+    const second = await push(p, { ...payload, before: sha() });
+    expect(second.status, second.text).toBe(202);
+    expect(second.body.data).toMatchObject({
+      deployments: [],
+      outcome: 'not_deployed',
+      done: false,
+      projects: [{ outcome: 'duplicate_commit', deployment_id: live, reason: `Not deployed again: deployment ${live ?? ''} of this commit is already queued; should it fail, a redelivery deploys the commit again if it is still the branch's head.` }],
+    });
+    expect(await deploymentsOf(s, p)).toHaveLength(1);
   });
 
   it('takes the form-encoded deliveries GitHub sends by default', async () => {
@@ -438,7 +552,27 @@ describe.each(STORE_KINDS)('GitHub App webhooks on %s', (kind) => {
     const borrowed = await viaInstallation(intruder, name, id);
     const r = await appPush(name, id);
     expect(r.status, r.text).toBe(202);
-    expect(r.body.data).toEqual({ event: 'push', repo_full_name: name, branch: 'main', deployments: [expect.any(String)] });
+    expect(r.body.data).toEqual({
+      event: 'push',
+      repo_full_name: name,
+      branch: 'main',
+      commit_sha: expect.any(String),
+      deployments: [expect.any(String)],
+      outcome: 'partly_deployed',
+      done: false,
+      reason: "1 of 2 projects deployed; projects[].reason says why one was not. The delivery is not recorded as done: GitHub's Redeliver acts on it again once the cause is fixed.",
+      projects: expect.arrayContaining([
+        { project_id: mine.id, outcome: 'queued', deployment_id: expect.any(String), reason: expect.stringMatching(/^Deployment \S+ of commit [0-9a-f]{12} was queued\.$/) },
+        // the other tenant's connection names my installation without having linked it: not acted on
+        {
+          project_id: borrowed.id,
+          outcome: 'installation_not_linked',
+          deployment_id: null,
+          reason: `Not deployed: this project's Git connection names GitHub App installation ${id.toString()}, which its workspace has not linked (any more); link it again (POST /api/workspaces/:slug/github/installations/link), then redeliver this push.`,
+        },
+      ]),
+    });
+    expect(r.body.data?.projects).toHaveLength(2);
     const deployments = await deploymentsOf(s, mine);
     expect(deployments.map((d) => d.id)).toEqual(r.body.data?.deployments);
     expect(deployments[0]).toMatchObject({ status: 'queued', source: 'git', branch: 'main' });
@@ -457,6 +591,31 @@ describe.each(STORE_KINDS)('GitHub App webhooks on %s', (kind) => {
     expect(again.status).toBe(200);
     expect(again.body.data?.duplicate).toBe(true);
     expect(await deploymentsOf(s, p)).toHaveLength(1);
+  });
+
+  it('says when the installation is not linked to the workspace, and deploys when GitHub redelivers after it is linked again', async () => {
+    const id = installation++;
+    const name = repo();
+    const p = await viaInstallation(w, name, id);
+    const body = Buffer.from(JSON.stringify(githubPushExample(name, { installation: { id, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==' } })));
+    const delivery = randomUUID();
+    const signature = `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`;
+    const r = await deliver(s, APP_HOOK, APP_SECRET, 'push', null, { raw: body, delivery, signature });
+    expect(r.status, r.text).toBe(202);
+    expect(r.body.data).toMatchObject({ deployments: [], outcome: 'not_deployed', done: false, projects: [{ project_id: p.id, outcome: 'installation_not_linked', deployment_id: null }] });
+    expect(await deploymentsOf(s, p)).toEqual([]);
+    await link(w, id);
+    const again = await deliver(s, APP_HOOK, APP_SECRET, 'push', null, { raw: body, delivery, signature });
+    expect(again.status, again.text).toBe(202);
+    expect(again.body.data).toMatchObject({ outcome: 'deployed', done: true, projects: [{ project_id: p.id, outcome: 'queued' }] });
+    expect((await deploymentsOf(s, p)).map((d) => d.id)).toEqual(again.body.data?.deployments);
+  });
+
+  it('answers a push no project is for as done, saying so', async () => {
+    const name = repo();
+    const r = await appPush(name, installation++);
+    expect(r.status, r.text).toBe(202);
+    expect(r.body.data).toMatchObject({ deployments: [], outcome: 'no_project', done: true, projects: [], reason: `No project deploys ${name}@main from this delivery (none is connected with auto_deploy on); nothing was deployed.` });
   });
 
   it('deploys a push once when it arrives both through the App and through the connection\'s own webhook, even at the same moment', async () => {
@@ -542,21 +701,97 @@ describe('webhook URLs under --public-url', () => {
   });
 });
 
-describe('GitHub webhooks under the per-address rate limit', () => {
+describe('webhook URLs without --public-url', () => {
+  let s: TestServer;
+  let proxied: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite');
+    proxied = await startTestServer('sqlite', { trustProxy: ['127.0.0.1'] });
+  });
+  afterAll(async () => {
+    await s.close();
+    await proxied.close();
+  });
+
+  const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'deploy.example.org' };
+
+  it('are absolute under the origin the request reached, which GitHub accepts as a payload URL', async () => {
+    const w = await makeWorkspace(s);
+    const p = await makeProject(s, w);
+    const r = await s.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { repo_full_name: repo() } });
+    const url = r.body.data?.webhook_url ?? '';
+    expect(new URL(url).origin).toBe(s.url);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+    // the same URL wherever the connection is shown, and under the Host the caller used
+    const project = await s.request<{ git: GitView }>('GET', `/api/workspaces/${w.slug}/projects/${p.slug}`, { key: w.member.key });
+    expect(project.body.data?.git.webhook_url).toBe(url);
+    const list = await s.request<{ git: GitView | null }[]>('GET', `/api/workspaces/${w.slug}/projects`, { key: w.member.key });
+    expect(list.body.data?.[0]?.git?.webhook_url).toBe(url);
+    // X-Forwarded-* is not believed from a client that is not a trusted proxy
+    const put = await s.request<GitView>('PUT', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { branch: 'main' }, headers: forwarded });
+    expect(put.body.data?.webhook_url).toBe(url);
+  });
+
+  it('follow X-Forwarded-Proto and X-Forwarded-Host from a proxy of --trust-proxy', async () => {
+    const w = await makeWorkspace(proxied);
+    const p = await makeProject(proxied, w);
+    const r = await proxied.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git`, { key: w.member.key, body: { repo_full_name: repo() }, headers: forwarded });
+    expect(r.body.data?.webhook_url).toMatch(/^https:\/\/deploy\.example\.org\/api\/webhooks\/github\/[0-9a-f]{32}$/);
+    const rotated = await proxied.request<GitView>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/git/webhook-secret`, { key: w.member.key, headers: forwarded });
+    expect(rotated.body.data?.webhook_url).toBe(r.body.data?.webhook_url);
+  });
+});
+
+describe('GitHub webhooks under the rate limits', () => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer('sqlite', { githubWebhookSecret: APP_SECRET, anonymousRateLimit: { rate: 0.01, burst: 3 } });
+    // the defaults of --anonymous-rate-limit (5/s, burst 20) and --webhook-rate-limit
+    s = await startTestServer('sqlite', { githubWebhookSecret: APP_SECRET, anonymousRateLimit: { rate: 5, burst: 20 } });
   });
   afterAll(async () => s.close());
 
-  it('answers 429 with Retry-After once the burst is spent, good signature or not', async () => {
+  it('takes a burst of 30 (and 100) correctly signed deliveries from one address at once without a 429', async () => {
+    const pings = await Promise.all(Array.from({ length: 30 }, () => deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'Design for failure.', hook_id: 1 })));
+    expect(pings.map((r) => r.status)).toEqual(Array.from({ length: 30 }, () => 200));
+    const w = await makeWorkspace(s);
+    const name = repo();
+    const p = await connect(s, w, name);
+    const pushes = await Promise.all(Array.from({ length: 100 }, () => deliver(s, p.hook, p.secret, 'push', pushPayload(name, 'refs/heads/main'))));
+    expect(pushes.filter((r) => r.status === 429)).toEqual([]);
+    expect(pushes.every((r) => r.status === 202)).toBe(true);
+  });
+
+  it('refuses wrong signatures with 401 and limits them per client address, without holding up correctly signed ones', async () => {
+    const bad = await Promise.all(Array.from({ length: 30 }, () => deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' }, { secret: 'guess' })));
+    const statuses = bad.map((r) => r.status);
+    expect(statuses.filter((x) => x === 401).length).toBeGreaterThanOrEqual(20);
+    expect(statuses.filter((x) => x === 429).length).toBeGreaterThanOrEqual(5);
+    expect(statuses.every((x) => x === 401 || x === 429)).toBe(true);
+    const limited = bad.find((r) => r.status === 429);
+    expect(Number(limited?.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(limited?.body.error).toMatch(/^Too many requests; retry in \d+ seconds?\.$/);
+    // unknown webhook URLs spend the same tokens (which refill at 5/s meanwhile)
+    const unknown = await Promise.all(Array.from({ length: 10 }, () => deliver(s, `${APP_HOOK}/${randomBytes(16).toString('hex')}`, 'x', 'ping', { zen: 'x' })));
+    expect(unknown.map((r) => r.status)).toContain(429);
+    // GitHub's own deliveries from that address still pass
     expect((await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' })).status).toBe(200);
-    expect((await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' }, { secret: 'wrong' })).status).toBe(401);
-    expect((await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' })).status).toBe(200);
+  });
+});
+
+describe('GitHub webhooks over their receiver\'s budget', () => {
+  let s: TestServer;
+  beforeAll(async () => {
+    s = await startTestServer('sqlite', { githubWebhookSecret: APP_SECRET, webhookRateLimit: { rate: 0.01, burst: 3 } });
+  });
+  afterAll(async () => s.close());
+
+  it('answers 429 with Retry-After to signed deliveries past the receiver\'s burst, and other receivers keep theirs', async () => {
+    for (let i = 0; i < 3; i++) expect((await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' })).status).toBe(200);
     const limited = await deliver(s, APP_HOOK, APP_SECRET, 'ping', { zen: 'x' });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(limited.body.error).toMatch(/^Too many requests; retry in \d+ seconds?\.$/);
-    expect((await deliver(s, `${APP_HOOK}/${randomBytes(16).toString('hex')}`, 'x', 'ping', { zen: 'x' })).status).toBe(429);
+    const w = await makeWorkspace(s);
+    const p = await connect(s, w, repo());
+    expect((await deliver(s, p.hook, p.secret, 'ping', { zen: 'x' })).status).toBe(200);
   });
 });

@@ -1,6 +1,8 @@
 import { Catalog, SHIPPED_CATALOG } from '../../src/templates/catalog.js';
 import { Writable } from 'node:stream';
 import { buildApp, type App, type AppDeps } from '../../src/api/app.js';
+import { TenantNetworks } from '../../src/api/tenant-guard.js';
+import { startMetricsListener } from '../../src/metrics/listener.js';
 import type { Services } from '../../src/api/services.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
@@ -47,6 +49,8 @@ export interface RequestOptions {
 
 export interface TestServer {
   url: string;
+  /** GET /metrics on the operator's metrics listener (loopback), not on the API */
+  metricsUrl: string;
   app: App;
   store: Store;
   services: Services;
@@ -80,7 +84,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; webhookRateLimit?: RateLimit; metricsToken?: string; tenantNetworks?: string[]; host?: string; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
@@ -109,10 +113,13 @@ export async function startTestServer(
     },
   });
   const liveLogs = new LiveLogs({ store: logStore, postgresUrl: database.kind === 'postgres' ? database.url : undefined });
-  const { app, services } = await buildApp({
+  const { app, services, metrics } = await buildApp({
     ...deps,
     rateLimit: opts.rateLimit ?? GENEROUS,
     anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
+    ...(opts.webhookRateLimit === undefined ? {} : { webhookRateLimit: opts.webhookRateLimit }),
+    ...(opts.metricsToken === undefined ? {} : { metricsToken: opts.metricsToken }),
+    ...(opts.tenantNetworks === undefined ? {} : { tenantNetworks: new TenantNetworks(opts.tenantNetworks) }),
     log: { level: 'info', stream },
     ...(opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy }),
     ...(opts.githubWebhookSecret === undefined ? {} : { githubWebhookSecret: opts.githubWebhookSecret }),
@@ -125,7 +132,11 @@ export async function startTestServer(
     // the analysis limit is generous unless a test asks for one (like the general limit)
     analysis: { rateLimit: GENEROUS, ...opts.analysis },
   });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  // `host`: every interface, for a test whose client is a container; the URL stays on loopback
+  const listened = await app.listen({ host: opts.host ?? '127.0.0.1', port: 0 });
+  const url = opts.host === undefined ? listened : `http://127.0.0.1:${new URL(listened).port}`;
+  // the operator's metrics listener, as `slipway serve` starts it beside the API (loopback)
+  const metricsListener = await startMetricsListener({ host: '127.0.0.1', port: 0, registry: metrics, tenants: new TenantNetworks(opts.tenantNetworks ?? []), log: app.log });
 
   const request = async <T>(method: string, path: string, o: RequestOptions = {}): Promise<Reply<T>> => {
     const headers: Record<string, string> = { ...(o.headers ?? {}) };
@@ -136,7 +147,9 @@ export async function startTestServer(
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(url + path, { method, headers, ...(body === undefined ? {} : { body }) });
+    // an absolute URL the API showed (a webhook_url) as is; a path under this server
+    const target = /^https?:\/\//.test(path) ? path : url + path;
+    const res = await fetch(target, { method, headers, ...(body === undefined ? {} : { body }) });
     const text = await res.text();
     let parsed: Reply<T>['body'];
     try {
@@ -159,7 +172,9 @@ export async function startTestServer(
     liveLogs,
     logs,
     request,
+    metricsUrl: `${metricsListener.url}/metrics`,
     close: async () => {
+      await metricsListener.close();
       await app.close();
       await liveLogs.close();
       await logStore.close();

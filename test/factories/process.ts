@@ -38,7 +38,8 @@ const SETTING_VARS = new Set<string>(SETTINGS.map((s) => s.env));
 export function slipwayEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const inherited = Object.entries(process.env).filter(([name]) => !SETTING_VARS.has(name));
   // These tests are about the control plane: no engine or router (and its :8000) unless asked for.
-  return { ...Object.fromEntries(inherited), SLIPWAY_ENGINE: 'none', ...extra };
+  // Many processes at once: the operator's metrics listener on a port of its own each.
+  return { ...Object.fromEntries(inherited), SLIPWAY_ENGINE: 'none', SLIPWAY_METRICS_LISTEN: '127.0.0.1:0', ...extra };
 }
 
 /** `node bin/slipway ...args`, with its output collected; killed by killAll(). */

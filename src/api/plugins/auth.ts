@@ -7,7 +7,7 @@ import type { Access, Caller } from '../../tenancy/context.js';
 import type { ApiKeyService } from '../../tenancy/api-keys.service.js';
 import type { Store } from '../../store/db.js';
 import { TokenBuckets } from '../rate-limit.js';
-import type { RefusalLog } from '../request-log.js';
+import type { RefusalKind, RefusalLog } from '../request-log.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,6 +17,13 @@ declare module 'fastify' {
     public?: boolean;
     /** Health and metrics probes: no key and no rate limit. */
     probe?: boolean;
+    /**
+     * A signed webhook (GitHub deliveries): no key, and no limit before the handler has checked
+     * the signature; then a bad one spends the client address's tokens (`request.limitAddress`),
+     * a good one its receiver's (`request.limitReceiver`): GitHub sends bursts from few addresses
+     * and does not retry (docs/security.md#webhook-rate-limit).
+     */
+    webhook?: boolean;
     /**
      * A WebSocket stream: the handshake must complete even when the caller may not read it, so
      * that the refusal arrives the spec's way, as one `[ERROR] …` frame (docs/decisions.md#streams).
@@ -40,6 +47,10 @@ declare module 'fastify' {
     streamRecheckMs: number;
     /** how often open streams ping their client */
     streamPingMs: number;
+    /** a `webhook` route's refusal that spends the client address's tokens: throws 429 once they are spent */
+    limitAddress: () => void;
+    /** a `webhook` route's verified delivery to `receiver`: throws 429 once that receiver's tokens are spent */
+    limitReceiver: (receiver: string) => void;
   }
 }
 
@@ -48,6 +59,8 @@ export interface AuthOptions {
   apiKeys: ApiKeyService;
   keyBuckets: TokenBuckets;
   addressBuckets: TokenBuckets;
+  /** signed webhook deliveries, per receiver (`app`, or a Git connection's webhook id) */
+  receiverBuckets: TokenBuckets;
   clock: Clock;
   /** rate-limit refusals, logged in aggregate */
   refusals: RefusalLog;
@@ -85,6 +98,12 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   app.decorateRequest('recheck', null);
   app.decorateRequest('streamRecheckMs', opts.streamRecheckMs);
   app.decorateRequest('streamPingMs', opts.streamPingMs);
+  app.decorateRequest('limitAddress', function (this: FastifyRequest) {
+    limit(this, opts.addressBuckets, 'address', this.ip);
+  });
+  app.decorateRequest('limitReceiver', function (this: FastifyRequest, receiver: string) {
+    limit(this, opts.receiverBuckets, 'receiver', receiver);
+  });
   app.addHook('onClose', () => {
     opts.refusals.close();
   });
@@ -116,7 +135,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     }
   }
 
-  function limit(request: FastifyRequest, buckets: TokenBuckets, kind: 'key' | 'address', id: string): void {
+  function limit(request: FastifyRequest, buckets: TokenBuckets, kind: RefusalKind, id: string): void {
     const wait = buckets.take(id);
     if (wait === 0) return;
     request.rateLimited = true;
@@ -125,6 +144,8 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   }
 
   async function admit(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
+    // limited by the handler, once the signature is checked
+    if (config.webhook === true) return;
     if (config.public === true) {
       limit(request, opts.addressBuckets, 'address', request.ip);
       return;

@@ -18,23 +18,25 @@ export class GitConnectionRepository extends Repository {
   }
 
   /**
-   * The projects a GitHub App push to `repoFullName@branch` through `installationId` deploys:
-   * connected to it with auto_deploy on, the installation linked to the project's own workspace.
+   * The projects a GitHub App push to `repoFullName@branch` through `installationId` is for:
+   * connected to it with auto_deploy on. `linked` says whether the installation is linked to the
+   * project's own workspace (only then does the push deploy it).
    */
-  appPushTargets(installationId: number, repoFullName: string, branch: string): Promise<{ id: string; workspace_id: string }[]> {
-    return this.db
+  async appPushTargets(installationId: number, repoFullName: string, branch: string): Promise<{ id: string; workspace_id: string; linked: boolean }[]> {
+    const rows = await this.db
       .selectFrom('git_connections')
       .innerJoin('projects', 'projects.id', 'git_connections.project_id')
-      .innerJoin('github_installations', (j) =>
+      .leftJoin('github_installations', (j) =>
         j.onRef('github_installations.workspace_id', '=', 'projects.workspace_id').onRef('github_installations.installation_id', '=', 'git_connections.installation_id'),
       )
-      .select(['projects.id', 'projects.workspace_id'])
+      .select(['projects.id', 'projects.workspace_id', 'github_installations.installation_id as linked_installation'])
       .where('git_connections.installation_id', '=', installationId)
       // GitHub names are case-insensitive: Acme/Web and acme/web are one repository.
       .where((eb) => eb(eb.fn('lower', ['git_connections.repo_full_name']), '=', repoFullName.toLowerCase()))
       .where('git_connections.branch', '=', branch)
       .where('git_connections.auto_deploy', '=', 1)
       .execute();
+    return rows.map((r) => ({ id: r.id, workspace_id: r.workspace_id, linked: r.linked_installation !== null }));
   }
 
   byWebhookId(webhookId: string): Promise<GitConnectionRow | undefined> {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services.js';
 import { accessOf } from '../../plugins/auth.js';
+import { withWebhookOrigin } from '../../origin.js';
 import { ok } from '../../schemas.js';
 import * as s from './git.schema.js';
 
@@ -9,18 +10,18 @@ export const gitRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = asyn
   const path = '/api/workspaces/:slug/projects/:project_slug/git';
 
   app.post(path, { schema: s.connectGit, config: { action: 'workspace.operate' } }, async (req, reply) =>
-    reply.code(201).send(ok(await git.connect(accessOf(req), req.params.project_slug, req.body))),
+    reply.code(201).send(ok(withWebhookOrigin(req, await git.connect(accessOf(req), req.params.project_slug, req.body)))),
   );
 
   app.put(path, { schema: s.updateGit, config: { action: 'workspace.operate' } }, async (req) =>
-    ok(await git.update(accessOf(req), req.params.project_slug, req.body)),
+    ok(withWebhookOrigin(req, await git.update(accessOf(req), req.params.project_slug, req.body))),
   );
 
   app.delete(path, { schema: s.deleteGit, config: { action: 'workspace.operate' } }, async (req) =>
-    ok(await git.disconnect(accessOf(req), req.params.project_slug)),
+    ok(withWebhookOrigin(req, await git.disconnect(accessOf(req), req.params.project_slug))),
   );
 
   app.post(`${path}/webhook-secret`, { schema: s.rotateWebhookSecret, config: { action: 'workspace.operate' } }, async (req) =>
-    ok(await git.rotateWebhookSecret(accessOf(req), req.params.project_slug)),
+    ok(withWebhookOrigin(req, await git.rotateWebhookSecret(accessOf(req), req.params.project_slug))),
   );
 };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Services } from '../../services.js';
 import { accessOf } from '../../plugins/auth.js';
+import { projectWithWebhookOrigin } from '../../origin.js';
 import { ok } from '../../schemas.js';
 import * as s from './projects.schema.js';
 
@@ -13,10 +14,12 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     reply.code(201).send(ok(await projects.create(accessOf(req), req.body))),
   );
 
-  app.get(base, { schema: s.listProjects, config: { action: 'workspace.read' } }, async (req) => ok(await projects.list(accessOf(req))));
+  app.get(base, { schema: s.listProjects, config: { action: 'workspace.read' } }, async (req) =>
+    ok((await projects.list(accessOf(req))).map((p) => projectWithWebhookOrigin(req, p))),
+  );
 
   app.get(one, { schema: s.getProject, config: { action: 'workspace.read' } }, async (req) =>
-    ok(await projects.get(accessOf(req), req.params.project_slug)),
+    ok(projectWithWebhookOrigin(req, await projects.get(accessOf(req), req.params.project_slug))),
   );
 
   app.put(one, { schema: s.updateProject, config: { action: 'workspace.operate' } }, async (req) => {
@@ -24,14 +27,17 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const updated = await projects.update(access, req.params.project_slug, req.body);
     const { replicas, cpu, ram } = req.body;
     if (replicas !== undefined || cpu !== undefined || ram !== undefined) await services.deploys.resized(access, req.params.project_slug);
-    return ok(updated);
+    return ok(projectWithWebhookOrigin(req, updated));
   });
 
   app.delete(one, { schema: s.deleteProject, config: { action: 'workspace.operate' } }, async (req) =>
     ok(
-      await projects.delete(accessOf(req), req.params.project_slug, (err) => {
-        req.log.error({ err }, 'the project is deleted, but its logs could not be; they age out with the workspace retention');
-      }),
+      projectWithWebhookOrigin(
+        req,
+        await projects.delete(accessOf(req), req.params.project_slug, (err) => {
+          req.log.error({ err }, 'the project is deleted, but its logs could not be; they age out with the workspace retention');
+        }),
+      ),
     ),
   );
 

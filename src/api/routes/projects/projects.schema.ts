@@ -24,7 +24,9 @@ export const GitConnection = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
     webhook_url: Type.Union([Type.String(), Type.Null()], {
-      description: 'Where this connection\'s GitHub repository webhook delivers (`…/api/webhooks/github/<webhook id>`, under `--public-url` when set). Its secret is shown only when made.',
+      description:
+        'Where this connection\'s GitHub repository webhook delivers, an absolute URL (`…/api/webhooks/github/<webhook id>`): under `--public-url` when set, ' +
+        'otherwise under the origin this request reached (X-Forwarded-Proto/Host believed only from `--trust-proxy`). Its secret is shown only when made.',
     }),
   },
   { additionalProperties: false },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, invalid, unauthorized } from '../../../domain/errors.js';
-import type { DeploymentView } from '../../../projects/views.js';
+import type { PushOutcome } from '../../../deploy/deploy.service.js';
 import { decodePayload, EVENT_NAME, parsePush, payloadDigest, PayloadError, verifySignature, type BranchPush, type SignatureCheck } from '../../../webhooks/github.js';
 import type { Services } from '../../services.js';
 import { ok } from '../../schemas.js';
@@ -50,8 +50,10 @@ interface Verified {
 type Answer = { kind: 'answer'; status: 200; data: { event: 'ping' } } | { kind: 'answer'; status: 202; data: { event: string; ignored: true; reason: string } };
 
 /**
- * GitHub deliveries (auto-deploy, docs/decisions.md#git). Public: no API key, limited per
- * client address by the auth hook. The body is kept raw until its signature is verified; then it is parsed here.
+ * GitHub deliveries (auto-deploy, docs/decisions.md#git). Public: no API key. Once the signature
+ * is checked, a wrong one (or an unknown webhook URL) spends the client address's tokens and a
+ * good one its receiver's (docs/security.md#webhook-rate-limit). The body is kept raw until its
+ * signature is verified; then it is parsed here.
  * Neither the body nor the signature nor any secret is ever logged.
  *
  * - `POST /api/webhooks/github/:webhook_id`: a repository webhook, verified with that Git
@@ -61,7 +63,8 @@ type Answer = { kind: 'answer'; status: 200; data: { event: 'ping' } } | { kind:
  *   installation, linked to their own workspace.
  *
  * A push is acted on once: its delivery id (and its body) are claimed in the store first, and a
- * repeat answers 200 without deploying. The deployments it queues build the pushed commit only
+ * repeat of a delivery that did what it was for answers 200 without deploying; every answer says
+ * per project what was done and why not (docs/api.md#webhooks). The deployments it queues build the pushed commit only
  * if it is still the branch's head when fetched.
  */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (app, { services, githubSecret }) => {
@@ -78,10 +81,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
    * The checks every delivery goes through once its secret is known: a branch push is returned,
    * or the answer to a delivery that deploys nothing (ping, other events, tags, deletions).
    */
-  function verify(req: FastifyRequest, secret: string, problems: Record<Problem, string>): Verified | Answer {
+  function verify(req: FastifyRequest, secret: string, problems: Record<Problem, string>, receiver: string): Verified | Answer {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const check = verifySignature(secret, body, req.headers['x-hub-signature-256']);
-    if (!check.ok) throw unauthorized(problems[check.problem]);
+    if (!check.ok) refuse(req, unauthorized(problems[check.problem]));
+    // signed by the receiver's secret: GitHub's own, limited per receiver, never per address
+    req.limitReceiver(receiver);
 
     const event = req.headers['x-github-event'];
     if (event === undefined || event === '') throw invalid('The X-GitHub-Event header is missing.');
@@ -124,31 +129,51 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
   const answer = (reply: FastifyReply, a: Answer) => (a.status === 200 ? reply.code(200).send(ok(a.data)) : reply.code(202).send(ok(a.data)));
   const ignore = (reply: FastifyReply, reason: string) => reply.code(202).send(ok({ event: 'push', ignored: true as const, reason }));
 
-  /** Claims the delivery for `receiver`, then deploys; a repeat answers 200 and deploys nothing. */
-  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<DeploymentView[]>) {
+  /**
+   * The signature (or the webhook URL) is wrong: the client address's tokens are spent, as for a
+   * wrong API key, so that secrets and webhook ids cannot be guessed at speed.
+   */
+  function refuse(req: FastifyRequest, err: AppError): never {
+    req.limitAddress();
+    throw err;
+  }
+
+  /**
+   * Claims the delivery for `receiver`, then deploys. A repeat of a delivery already done answers
+   * 200 and deploys nothing. A delivery is recorded as done only when it did what it was for:
+   * when some project was not deployed for a cause that can be fixed (an empty wallet, the commit
+   * already under way, an installation not linked), the claim is released, so that GitHub's
+   * Redeliver deploys once the cause is fixed (a project already deployed is then
+   * `duplicate_commit`, never deployed twice).
+   */
+  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<PushOutcome[]>) {
     const { push, delivery } = v;
     const about = { event: 'push', delivery, repo_full_name: push.repoFullName, branch: push.branch };
     if (!(await services.deploys.claimDelivery(receiver, delivery, v.digest))) {
       req.log.info(about, 'GitHub push: a repeated delivery, nothing deployed');
-      return reply.code(200).send(ok({ event: 'push' as const, duplicate: true as const, reason: `Delivery ${delivery} was already processed (the same delivery id or the same body); nothing was deployed.` }));
+      return reply.code(200).send(ok({ event: 'push' as const, duplicate: true as const, reason: `Delivery ${delivery} was already processed and did what it was for (the same delivery id or the same body); nothing was deployed again.` }));
     }
-    let queued: DeploymentView[];
+    let outcomes: PushOutcome[];
     try {
-      queued = await deploy();
+      outcomes = await deploy();
     } catch (err) {
       // Released so that GitHub's redelivery can try again; a deployment this attempt did queue
       // is superseded by the retry's while it still waits.
       await services.deploys.releaseDelivery(receiver, delivery).catch(() => undefined);
       throw err;
     }
-    const deployments = queued.map((d) => d.id);
-    req.log.info({ ...about, deployments }, `GitHub push: ${deployments.length.toString()} deployment(s) queued`);
-    return reply.code(202).send(ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, deployments }));
+    const summary = pushSummary(push, outcomes);
+    if (!summary.done) await services.deploys.releaseDelivery(receiver, delivery);
+    const deployments = outcomes.flatMap((o) => (o.outcome === 'queued' && o.deployment_id !== null ? [o.deployment_id] : []));
+    req.log.info({ ...about, deployments, outcome: summary.outcome, done: summary.done }, `GitHub push: ${summary.reason}`);
+    return reply.code(202).send(
+      ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, commit_sha: push.commitSha, deployments, ...summary, projects: outcomes }),
+    );
   }
 
-  app.post('/api/webhooks/github', { schema: s.githubAppWebhook, config: { public: true } }, async (req, reply) => {
-    if (githubSecret === '') throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
-    const v = verify(req, githubSecret, APP_SIGNATURE_PROBLEMS);
+  app.post('/api/webhooks/github', { schema: s.githubAppWebhook, config: { webhook: true } }, async (req, reply) => {
+    if (githubSecret === '') refuse(req, new AppError('UNAVAILABLE', NOT_CONFIGURED));
+    const v = verify(req, githubSecret, APP_SIGNATURE_PROBLEMS, 'app');
     if (v.kind === 'answer') return answer(reply, v);
     const installationId = v.push.installationId;
     if (installationId === undefined) {
@@ -157,12 +182,12 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
     return once(req, reply, 'app', v, () => services.deploys.deployFromAppPush({ ...pushOf(v.push), installationId }));
   });
 
-  app.post('/api/webhooks/github/:webhook_id', { schema: s.connectionWebhook, config: { public: true } }, async (req, reply) => {
+  app.post('/api/webhooks/github/:webhook_id', { schema: s.connectionWebhook, config: { webhook: true } }, async (req, reply) => {
     const id = req.params.webhook_id;
     const receiver = WEBHOOK_ID.test(id) ? await services.git.webhookReceiver(id) : null;
-    if (receiver === null) throw new AppError('NOT_FOUND', UNKNOWN_WEBHOOK);
-    if (receiver.secret === null) throw unauthorized(receiver.unreadable ? UNREADABLE_SECRET : NO_SECRET_YET);
-    const v = verify(req, receiver.secret, CONNECTION_SIGNATURE_PROBLEMS);
+    if (receiver === null) refuse(req, new AppError('NOT_FOUND', UNKNOWN_WEBHOOK));
+    if (receiver.secret === null) refuse(req, unauthorized(receiver.unreadable ? UNREADABLE_SECRET : NO_SECRET_YET));
+    const v = verify(req, receiver.secret, CONNECTION_SIGNATURE_PROBLEMS, receiver.webhookId);
     if (v.kind === 'answer') return answer(reply, v);
     const { push } = v;
     if (push.repoFullName.toLowerCase() !== receiver.repoFullName.toLowerCase()) {
@@ -173,10 +198,32 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
     }
     if (!receiver.autoDeploy) return ignore(reply, 'auto_deploy is off on this webhook\'s Git connection; nothing was deployed.');
     return once(req, reply, receiver.webhookId, v, async () => {
-      const d = await services.deploys.deployConnectionPush(receiver.projectId, pushOf(push));
-      return d === null ? [] : [d];
+      const o = await services.deploys.deployConnectionPush(receiver.projectId, pushOf(push));
+      return o === null ? [] : [o];
     });
   });
 };
+
+/** The answer's verdict on a push: what it did, in one sentence, and whether the delivery is done. */
+export function pushSummary(push: BranchPush, outcomes: PushOutcome[]): { outcome: PushVerdict; done: boolean; reason: string } {
+  const queued = outcomes.filter((o) => o.outcome === 'queued').length;
+  const target = `${push.repoFullName}@${push.branch}`;
+  if (outcomes.length === 0) {
+    return { outcome: 'no_project', done: true, reason: `No project deploys ${target} from this delivery (none is connected with auto_deploy on); nothing was deployed.` };
+  }
+  if (queued === outcomes.length) {
+    return { outcome: 'deployed', done: true, reason: `${queued.toString()} deployment${queued === 1 ? '' : 's'} of ${push.commitSha.slice(0, 12)} queued.` };
+  }
+  const n = outcomes.length;
+  return {
+    outcome: queued === 0 ? 'not_deployed' : 'partly_deployed',
+    done: false,
+    reason:
+      `${queued.toString()} of ${n.toString()} project${n === 1 ? '' : 's'} deployed; projects[].reason says why ${n - queued === 1 ? 'one was' : 'the others were'} not. ` +
+      'The delivery is not recorded as done: GitHub\'s Redeliver acts on it again once the cause is fixed.',
+  };
+}
+
+export type PushVerdict = 'deployed' | 'partly_deployed' | 'not_deployed' | 'no_project';
 
 const pushOf = (p: BranchPush) => ({ repoFullName: p.repoFullName, branch: p.branch, commitSha: p.commitSha, commitMessage: p.commitMessage });
