@@ -26,6 +26,14 @@ const NODE_CRASH = [
   '    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)',
 ].join('\n');
 
+/**
+ * The 50 ms bound is about the event loop, but a probe also waits for the OS to schedule this
+ * process: on a 2-core machine running other suites a probe can lose 50 ms to another process
+ * now and then. Two more tries absorb that; a real stall (the unfixed code held the loop for
+ * 12-24 s) fails every try.
+ */
+const TIMING = { retry: 2 } as const;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => { setTimeout(resolve, ms); });
 
 /**
@@ -66,7 +74,7 @@ describe('log analysis under attack (sqlite)', () => {
   });
   afterAll(async () => s.close());
 
-  it('answers the 1 MB punctuation body within its budget while /healthz answers within 50 ms throughout', async () => {
+  it('answers the 1 MB punctuation body within its budget while /healthz answers within 50 ms throughout', TIMING, async () => {
     // warm the connection pool and the analysis worker, as a server that has been up a while is
     const warm = await s.request<Analysis>('POST', `/api/workspaces/${w.slug}/projects/${p.slug}/logs/analyze`, { key: w.member.key, body: { logs: NODE_CRASH } });
     expect(warm.status).toBe(200);
@@ -103,7 +111,7 @@ describe('log search under attack (sqlite)', () => {
   });
   afterAll(async () => s.close());
 
-  it('searches 2,000 lines of 16 KiB for a term built to be slow while /healthz answers within 50 ms throughout', async () => {
+  it('searches 2,000 lines of 16 KiB for a term built to be slow while /healthz answers within 50 ms throughout', TIMING, async () => {
     // the tenant writes its own app's logs: the longest lines the store keeps, all alike
     const message = 'a'.repeat(16_384);
     const now = Date.now();
@@ -191,7 +199,7 @@ describe('log analysis in the built service (bin/slipway serve)', () => {
   beforeAll(assertBuilt);
   afterAll(killAll);
 
-  it('runs the analysis in its worker from dist/ and keeps /healthz quick under the hostile body', async () => {
+  it('runs the analysis in its worker from dist/ and keeps /healthz quick under the hostile body', TIMING, async () => {
     const port = await freePort();
     const data = mkdtempSync(join(tmpdir(), 'slipway-analyze-'));
     const proc = startSlipway(['serve', '--listen', `127.0.0.1:${String(port)}`, '--data-dir', data, '--log-level', 'warn']);
