@@ -32,6 +32,20 @@ const GITHUB_EXAMPLE_AFTER = '0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c';
 function githubPushExample(repoFullName: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   const [owner = 'octo-org', name = 'web'] = repoFullName.split('/');
   const user = { login: owner, id: 21031067, node_id: 'MDQ6VXNlcjIxMDMxMDY3', type: 'User', site_admin: false, html_url: `https://github.com/${owner}` };
+  // GitHub's example: the push's one commit is also its head commit
+  const headCommit = {
+    id: GITHUB_EXAMPLE_AFTER,
+    tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
+    distinct: true,
+    message: 'Update README.md',
+    timestamp: '2019-05-15T15:20:30-07:00',
+    url: `https://github.com/${repoFullName}/commit/${GITHUB_EXAMPLE_AFTER}`,
+    author: { name: owner, email: `${owner}@users.noreply.github.com`, username: owner },
+    committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
+    added: [],
+    removed: [],
+    modified: ['README.md'],
+  };
   return {
     ref: 'refs/heads/main',
     before: '6113728f27ae82c7b1a177c8d03f9e96e0adf246',
@@ -56,34 +70,8 @@ function githubPushExample(repoFullName: string, extra: Record<string, unknown> 
     forced: false,
     base_ref: null,
     compare: `https://github.com/${repoFullName}/compare/6113728f27ae...0d1a26e67d8f`,
-    commits: [
-      {
-        id: GITHUB_EXAMPLE_AFTER,
-        tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
-        distinct: true,
-        message: 'Update README.md',
-        timestamp: '2019-05-15T15:20:30-07:00',
-        url: `https://github.com/${repoFullName}/commit/${GITHUB_EXAMPLE_AFTER}`,
-        author: { name: owner, email: `${owner}@users.noreply.github.com`, username: owner },
-        committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
-        added: [],
-        removed: [],
-        modified: ['README.md'],
-      },
-    ],
-    head_commit: {
-      id: GITHUB_EXAMPLE_AFTER,
-      tree_id: 'f9d2a07e9488b91af2641b26b9407fe22a451433',
-      distinct: true,
-      message: 'Update README.md',
-      timestamp: '2019-05-15T15:20:30-07:00',
-      url: `https://github.com/${repoFullName}/commit/${GITHUB_EXAMPLE_AFTER}`,
-      author: { name: owner, email: `${owner}@users.noreply.github.com`, username: owner },
-      committer: { name: 'GitHub', email: 'noreply@github.com', username: 'web-flow' },
-      added: [],
-      removed: [],
-      modified: ['README.md'],
-    },
+    commits: [headCommit],
+    head_commit: headCommit,
     ...extra,
   };
 }
