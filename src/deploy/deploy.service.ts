@@ -263,16 +263,10 @@ export class DeployService {
    * where its users look), so that it is not lost in silence (docs/security.md#webhook-answers).
    */
   private async deployPush(p: { id: string; workspace_id: string }, push: Push): Promise<PushOutcome> {
-    try {
-      await this.wallets.requireFunds(p.workspace_id);
-      // past --max-reserved-memory a push is not deployed either (like one without credit)
-      const sized = await this.deps.store.repos.projects.byId(p.id);
-      if (sized !== undefined) await this.memoryFor(sized);
-    } catch (err) {
-      if (!(err instanceof AppError && (err.code === 'PAYMENT_REQUIRED' || err.code === 'CONFLICT'))) throw err;
-      const [outcome, reason] = err.code === 'PAYMENT_REQUIRED' ? (['payment_required', PUSH_REASONS.payment_required] as const) : (['memory_bound', PUSH_REASONS.memory_bound(err.message)] as const);
-      const refused = await this.recordRefusal(p.id, push, reason);
-      return { project_id: p.id, outcome, deployment_id: refused.id, reason };
+    const refused = await this.pushRefusal(p);
+    if (refused !== null) {
+      const row = await this.recordRefusal(p.id, push, refused.reason);
+      return { project_id: p.id, ...refused, deployment_id: row.id };
     }
     const { row, queued } = await this.queue.enqueueOrFind({ projectId: p.id, source: 'git', branch: push.branch, commitSha: push.commitSha, commitMessage: push.commitMessage ?? null, requireHead: true });
     if (queued) {
@@ -281,6 +275,28 @@ export class DeployService {
     }
     // the same push, delivered by the other way in (repository webhook or GitHub App), or again
     return { project_id: p.id, outcome: 'duplicate_commit', deployment_id: row.id, reason: PUSH_REASONS.duplicate_commit(row) };
+  }
+
+  /**
+   * Why a push may not deploy `p` now, or null: its workspace's wallet is empty, or its containers
+   * would take the installation past `--max-reserved-memory` (each check caught on its own, so
+   * that no other refusal is taken for one of these).
+   */
+  private async pushRefusal(p: { id: string; workspace_id: string }): Promise<{ outcome: 'payment_required' | 'memory_bound'; reason: string } | null> {
+    try {
+      await this.wallets.requireFunds(p.workspace_id);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return { outcome: 'payment_required', reason: PUSH_REASONS.payment_required };
+      throw err;
+    }
+    const sized = await this.deps.store.repos.projects.byId(p.id);
+    try {
+      if (sized !== undefined) await this.memoryFor(sized);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'CONFLICT') return { outcome: 'memory_bound', reason: PUSH_REASONS.memory_bound(err.message) };
+      throw err;
+    }
+    return null;
   }
 
   /** A push that was not deployed, as a failed deployment of that commit in the project's list. */
