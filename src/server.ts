@@ -101,10 +101,13 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
   }
   const githubApp = deps.github?.app;
+  // what this installation's engine objects carry (docs/operations.md#several-installations-on-one-engine)
+  const instance = await instanceId(deps.store);
+  const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
   const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
   const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels: instanceLabels(await instanceId(deps.store)), log });
+  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
     deps,
     queue: services.queue,
@@ -125,7 +128,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     self: config.upstreamMode === 'network' ? await ownContainer(runtime, log) : undefined,
     leaseMs: LEASE_MS,
     log,
-    instanceId: await instanceId(deps.store),
+    instanceId: instance,
     crashes,
     usageOf: (id) => sampler.usageOf(id),
   });
@@ -143,8 +146,8 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     secrets: deps.secrets,
     runtime,
     policy: databasePolicy(deps.platform),
-    labels: instanceLabels(await instanceId(deps.store)),
-    sharedPrefix: sharedPrefix(await instanceId(deps.store)),
+    labels,
+    sharedPrefix: sharedPrefix(instance),
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,
     logs: deps.logs,
@@ -152,10 +155,10 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   });
   databases.start();
   services.databases.attach(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, instanceLabels(await instanceId(deps.store))));
+  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, labels));
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
-  void crashes.watch(runtime, instanceLabels(await instanceId(deps.store)));
+  void crashes.watch(runtime, labels);
   sampler.start();
   const checker = new UptimeChecker({
     deps,
