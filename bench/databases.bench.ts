@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { generatePassword, DEFAULT_PORTS, type DatabaseAddress, type DatabaseType } from '../src/domain/database.js';
-import { localImage, login, SERVERS } from '../src/databases/servers.js';
-import { DockerRuntime } from '../src/runtime/docker/docker.runtime.js';
+import { localImage, login, SERVERS } from '../src/modules/databases/servers.js';
+import { DockerRuntime } from '../src/adapters/runtime/docker/docker.runtime.js';
 import { arg, machine, num, round, sleep, startServe, summary, writeResult } from './support.js';
 
 const GOAL_RATIO = 1.3;

@@ -15,9 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { connect } from 'node:net';
 import { ProxyServer } from 'http-proxy-3';
-import { findNginx, NginxDriver } from '../src/router/nginx.driver.js';
-import { NodeProxyDriver } from '../src/router/node-proxy.driver.js';
-import { RouteTable } from '../src/router/route-table.js';
+import { findNginx, NginxDriver } from '../src/adapters/router/nginx.driver.js';
+import { NodeProxyDriver } from '../src/adapters/router/node-proxy.driver.js';
+import { RouteTable } from '../src/adapters/router/route-table.js';
 import { assertWrk, wrk, type Measure } from './support.js';
 
 const execFileP = promisify(execFile);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure the Docker Engine has the locally built images of the database servers Slipway runs
-# when it reaches no registry (src/databases/servers.ts, localImage):
+# when it reaches no registry (src/modules/databases/servers.ts, localImage):
 #   slipway-local/postgresql:latest  PostgreSQL 15 (Debian's postgresql-15)
 #   slipway-local/mysql:latest       MariaDB 10.11 (Debian's mariadb-server-core)
 #   slipway-local/redis:latest       Redis 7.0 (Debian's redis-server)

@@ -1,12 +1,12 @@
 /**
  * The runtime log port: where the lines of the apps' containers (and, later, of builds) are kept
- * and how they are read back. Drivers: src/logs/sqlite.log-store.ts (the embedded default) and
- * src/logs/postgres.log-store.ts (multi-replica installs); each passes
+ * and how they are read back. Drivers: src/store/logs/sqlite.log-store.ts (the embedded default) and
+ * src/store/logs/postgres.log-store.ts (multi-replica installs); each passes
  * test/medium/log-store.conformance.test.ts. A driver for a dedicated log engine implements the
  * same interface. Layout and measurements: docs/logs.md.
  */
 
-/** `build`: a deployment's build output (src/deploy/build-log.ts, docs/logs.md#build-lines); collection writes the other two. */
+/** `build`: a deployment's build output (src/modules/deployments/build-log.ts, docs/logs.md#build-lines); collection writes the other two. */
 export type LogStreamKind = 'stdout' | 'stderr' | 'build';
 export const LOG_STREAMS: readonly LogStreamKind[] = ['stdout', 'stderr', 'build'];
 
@@ -44,7 +44,7 @@ export interface CollectionCursor {
   workspaceId: string;
   /**
    * Where collection stands, opaque to the store: the collector writes one position per stream,
-   * `stdout=<engine stamp>#<n> stderr=<engine stamp>#<n>` (src/logs/collector.ts); a plain
+   * `stdout=<engine stamp>#<n> stderr=<engine stamp>#<n>` (src/modules/logs/collector.ts); a plain
    * engine stamp means both streams
    */
   timestamp: string;

@@ -89,7 +89,7 @@ export interface Checkout {
   commitMessage: string;
 }
 
-/** Fetches one commit of a repository into a fresh directory (src/build/git-source.ts). */
+/** Fetches one commit of a repository into a fresh directory (src/adapters/git/git-source.ts). */
 export interface GitSource {
   /** the host fetched from, for the build log */
   readonly host: string;
@@ -131,5 +131,5 @@ export interface BuildContext {
   description: string;
 }
 
-/** Turns a checkout into a build context for the runtime's build (src/build/context.ts). */
+/** Turns a checkout into a build context for the runtime's build (src/adapters/git/context.ts). */
 export type PrepareBuildContext = (opts: PrepareOptions) => Promise<BuildContext>;

@@ -1,6 +1,6 @@
 /**
  * The container runtime port: everything the orchestrator asks of a container engine. The Docker
- * Engine driver implements it now (src/runtime/docker); Swarm and Kubernetes drivers later pass
+ * Engine driver implements it now (src/adapters/runtime/docker); Swarm and Kubernetes drivers later pass
  * the same conformance suite (test/medium/runtime.conformance.test.ts).
  *
  * Expected outcomes are values: a failed, timed-out or cancelled build is a BuildResult, a

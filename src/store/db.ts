@@ -14,7 +14,7 @@ import type { DB } from './schema.js';
 export interface Store {
   /**
    * For the migrations, tests of the store itself, and the log store's PostgreSQL driver
-   * (src/logs), whose tables live in this database but outside the repositories.
+   * (src/modules/logs), whose tables live in this database but outside the repositories.
    */
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;

@@ -6,10 +6,10 @@
 // Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineContainers } from '../../src/billing/meter.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
+import { engineContainers } from '../../src/modules/billing/meter.js';
+import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
-import type { DeploymentView } from '../../src/projects/views.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
 import { billingWorker, money } from '../factories/billing.js';
 import { settledDeployment } from '../factories/deployments.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';

@@ -7,12 +7,12 @@
 import Docker from 'dockerode';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
-import { StripeGateway } from '../../src/billing/gateways/stripe.js';
+import { PaystackGateway } from '../../src/modules/billing/gateways/paystack.js';
+import { StripeGateway } from '../../src/modules/billing/gateways/stripe.js';
 import { iso } from '../../src/domain/clock.js';
-import type { DeploymentView } from '../../src/projects/views.js';
-import { engineContainers } from '../../src/billing/meter.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
+import { engineContainers } from '../../src/modules/billing/meter.js';
+import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { billingWorker, money } from '../factories/billing.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';

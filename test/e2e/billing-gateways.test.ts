@@ -3,8 +3,8 @@
 // deliveries as those gateways do; the production clients (the official `stripe` package and
 // our Paystack client) are the code under test, and the deliveries go through the public route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
-import { StripeGateway } from '../../src/billing/gateways/stripe.js';
+import { PaystackGateway } from '../../src/modules/billing/gateways/paystack.js';
+import { StripeGateway } from '../../src/modules/billing/gateways/stripe.js';
 import { money } from '../factories/billing.js';
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
 import { startFakeStripe, type FakeStripe, type WebhookDelivery } from '../factories/fake-stripe.js';

@@ -5,7 +5,7 @@
 // engine's side is test/e2e/billing-engine.test.ts; the real gateways' is billing-gateways.test.ts.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BillingRepository } from '../../src/store/repositories/billing.js';
-import type { EngineContainer } from '../../src/billing/meter.js';
+import type { EngineContainer } from '../../src/modules/billing/meter.js';
 import { billingWorker, money, runningDatabase, runningProject, setClock } from '../factories/billing.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';

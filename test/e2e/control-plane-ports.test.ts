@@ -1,6 +1,6 @@
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_NETWORK_POOL, freeSubnet } from '../../src/runtime/docker/network-pool.js';
+import { DEFAULT_NETWORK_POOL, freeSubnet } from '../../src/adapters/runtime/docker/network-pool.js';
 import { makeProject, makeWorkspace, startTestServer, type TestServer } from '../factories/harness.js';
 import { ensureBaseImage, releaseTestRun, RUN_LABEL, testRunId } from '../factories/images.js';
 

@@ -3,10 +3,10 @@
 // webhook once, although the monitor's checks are not enabled. Uses Docker Engine: run under
 // `flock /tmp/slipway-docker.lock`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView } from '../../src/projects/views.js';
-import { CrashAlerts } from '../../src/uptime/crash-alerts.js';
-import { UptimeNotifier } from '../../src/uptime/notifier.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
+import { CrashAlerts } from '../../src/modules/uptime/crash-alerts.js';
+import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
+import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { startTestEngine, type TestEngine } from '../factories/engine.js';
 import { RepoRoot, startGitServer, type GitServer } from '../factories/git-server.js';

@@ -2,7 +2,7 @@
 // the statuses, validation and the errors. The servers themselves are tested against Docker in
 // databases-engine.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView, DatabaseView } from '../../src/databases/databases.service.js';
+import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
 import { makeProject, makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 

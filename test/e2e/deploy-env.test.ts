@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OrchestratorOptions } from '../../src/deploy/orchestrator.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import type { DeploymentView as Deployment } from '../../src/projects/views.js';
+import type { OrchestratorOptions } from '../../src/modules/deployments/engine/orchestrator.js';
+import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
+import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';

@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import type { StopOptions } from '../../src/domain/runtime.js';
-import type { DeploymentView as Deployment } from '../../src/projects/views.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';

@@ -5,8 +5,8 @@
 // `flock /tmp/slipway-docker.lock`.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView as Deployment } from '../../src/projects/views.js';
-import { sign } from '../../src/webhooks/github.js';
+import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import { sign } from '../../src/modules/webhooks/github-protocol.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/app/config.js';
 
 describe('documentation', () => {
   const configuration = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');

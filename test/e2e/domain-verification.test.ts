@@ -4,8 +4,8 @@
 // them. Tried as a hostile tenant: mallory claims bigcorp's name first. DNS is a local server
 // (test/factories/dns-server.ts) that the resolver is pointed at, as --dns-servers does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DomainPolicy } from '../../src/deps.js';
-import { DomainService, type DomainView } from '../../src/domains/domains.service.js';
+import type { DomainPolicy } from '../../src/modules/deps.js';
+import { DomainService, type DomainView } from '../../src/modules/domains/domains.service.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemRandom } from '../../src/domain/clock.js';
-import { SecretBox } from '../../src/secrets/secret-box.js';
+import { SecretBox } from '../../src/adapters/secrets/secret-box.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 

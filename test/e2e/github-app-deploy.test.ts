@@ -8,7 +8,7 @@
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { GitHubApp } from '../../src/build/index.js';
+import { GitHubApp } from '../../src/adapters/git/index.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
@@ -18,7 +18,7 @@ import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { settledDeployment } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/projects/views.js';
+import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
 
 interface GitView {
   repo_full_name: string;

@@ -5,9 +5,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { linkInstallation as linkCli } from '../../src/cli/github.js';
-import { resolveConfig } from '../../src/config.js';
-import { cloneTokenFor } from '../../src/github/installations.js';
+import { linkInstallation as linkCli } from '../../src/app/admin/github.js';
+import { resolveConfig } from '../../src/app/config.js';
+import { cloneTokenFor } from '../../src/modules/github/installations.js';
 import { createStore } from '../../src/store/db.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { githubIntegration, linkInstallation, setup, startLink } from '../factories/github-link.js';

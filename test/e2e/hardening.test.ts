@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeployQueue } from '../../src/deploy/queue.js';
+import { DeployQueue } from '../../src/modules/deployments/queue.js';
 import { RESERVED_WORKSPACE_SLUGS } from '../../src/domain/slug.js';
 import { createStore } from '../../src/store/db.js';
 import { makeProject, makeUser, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';

@@ -1,6 +1,6 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findOrCreateUser } from '../../src/tenancy/users.js';
+import { findOrCreateUser } from '../../src/modules/tenancy/users.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { mailerFor, parseMail, startSmtp } from '../factories/smtp.js';

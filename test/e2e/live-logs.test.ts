@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogLine } from '../../src/domain/logs.js';
-import { LogWriter } from '../../src/logs/log-writer.js';
+import { LogWriter } from '../../src/modules/logs/log-writer.js';
 import { makeProject, makeUser, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { openStream, type StreamSession } from '../factories/stream-client.js';

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView as Deployment, ProjectView } from '../../src/projects/views.js';
+import type { DeploymentView as Deployment, ProjectView } from '../../src/modules/projects/views.js';
 import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { inProgress } from '../factories/deployments.js';

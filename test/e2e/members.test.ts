@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findOrCreateUser } from '../../src/tenancy/users.js';
+import { findOrCreateUser } from '../../src/modules/tenancy/users.js';
 import { makeUser, makeWorkspace, startTestServer, type TestServer } from '../factories/harness.js';
 import { addMember } from '../factories/members.js';
 import { billingWorker } from '../factories/billing.js';

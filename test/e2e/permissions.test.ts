@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { atLeast, type Role } from '../../src/domain/roles.js';
-import { findOrCreateUser } from '../../src/tenancy/users.js';
+import { findOrCreateUser } from '../../src/modules/tenancy/users.js';
 import { makeProject, makeUser, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestUser, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';

@@ -5,11 +5,11 @@
 // under `flock /tmp/slipway-docker.lock`.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readCgroups } from '../../src/metrics/cgroups.js';
-import { formatBytes } from '../../src/projects/resources.js';
-import { ResourceSampler } from '../../src/metrics/sampler.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
-import type { DeploymentView } from '../../src/projects/views.js';
+import { readCgroups } from '../../src/modules/metrics/cgroups.js';
+import { formatBytes } from '../../src/modules/projects/resources.js';
+import { ResourceSampler } from '../../src/modules/metrics/metrics.worker.js';
+import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
 import { instanceId } from '../../src/store/db.js';
 import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
 import { RepoRoot, startGitServer, type GitServer } from '../factories/git-server.js';

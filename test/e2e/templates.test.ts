@@ -3,11 +3,11 @@
 // under /templates, and what deleting takes with it. The real deploys are in
 // templates-engine.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseView } from '../../src/databases/databases.service.js';
-import type { EnvVarView } from '../../src/env/env.service.js';
-import type { DeploymentView } from '../../src/projects/views.js';
-import type { CatalogView } from '../../src/templates/catalog.js';
-import type { TemplateInstanceView } from '../../src/templates/templates.service.js';
+import type { DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { EnvVarView } from '../../src/modules/env/env.service.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { CatalogView } from '../../src/modules/templates/catalog.js';
+import type { TemplateInstanceView } from '../../src/modules/templates/templates.service.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 

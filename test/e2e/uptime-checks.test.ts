@@ -6,8 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/uptime/checker.js';
-import { UptimeNotifier } from '../../src/uptime/notifier.js';
+import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { runningProject, setClock } from '../factories/billing.js';
 import { closeServer } from '../factories/git-server.js';
 import { makeWorkspace, quietLog, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';

@@ -5,9 +5,9 @@
 // it is checked raises no alarm. Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView } from '../../src/projects/views.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/uptime/checker.js';
-import { UptimeNotifier } from '../../src/uptime/notifier.js';
+import type { DeploymentView } from '../../src/modules/projects/views.js';
+import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { quietLog } from '../factories/harness.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemRandom } from '../../src/domain/clock.js';
-import { SecretBox } from '../../src/secrets/secret-box.js';
+import { SecretBox } from '../../src/adapters/secrets/secret-box.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 

@@ -1,9 +1,9 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sign } from '../../src/webhooks/github.js';
+import { sign } from '../../src/modules/webhooks/github-protocol.js';
 import { makeProject, makeWorkspace, startTestServer, type Reply, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
-import type { DeploymentView as Deployment } from '../../src/projects/views.js';
+import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
 
 /** The GitHub App's webhook secret (--github-webhook-secret). */
 const APP_SECRET = 'whsec-slipway-test-0123456789';

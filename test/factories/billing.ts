@@ -3,8 +3,8 @@
 // known in advance. Metering charges what the engine runs; without an engine, storeEngine() stands
 // in for it: it reports a container per replica of every running deployment, whatever the
 // project's status, and one per running container database.
-import type { EngineContainer, EngineContainers } from '../../src/billing/meter.js';
-import { allWork, BillingWorker, type BillingLog } from '../../src/billing/worker.js';
+import type { EngineContainer, EngineContainers } from '../../src/modules/billing/meter.js';
+import { allWork, BillingWorker, type BillingLog } from '../../src/modules/billing/billing.worker.js';
 import { iso } from '../../src/domain/clock.js';
 import { makeProject, type TestServer } from './harness.js';
 

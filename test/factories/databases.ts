@@ -2,12 +2,12 @@
 // reconcile periods, quiet logs). The engine factory starts one with `databases`; tests that
 // play a second leader, or provision only on shared servers, start their own.
 import Docker from 'dockerode';
-import { databasePolicy, type DatabasePolicy } from '../../src/databases/policy.js';
-import { sharedPrefix } from '../../src/databases/shared.js';
-import { DatabaseWorker, type DatabaseWorkerOptions } from '../../src/databases/worker.js';
+import { databasePolicy, type DatabasePolicy } from '../../src/modules/databases/policy.js';
+import { sharedPrefix } from '../../src/modules/databases/shared.js';
+import { DatabaseWorker, type DatabaseWorkerOptions } from '../../src/modules/databases/databases.worker.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { instanceLabels } from '../../src/deploy/containers.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
+import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
 import { instanceId } from '../../src/store/db.js';
 import type { TestServer } from './harness.js';
 

@@ -1,9 +1,9 @@
 // The GitHub App of a test server, pointed at the fake GitHub, and the installation link flow as a
 // browser goes through it: POST …/github/installations/link, GitHub's installation page (played
 // by the fake: the user may access the installation), then GitHub's redirect to the setup URL.
-import { GitHubApp } from '../../src/build/github-app.js';
-import type { GitHubIntegration } from '../../src/github/installations.js';
-import { GitHubOAuth } from '../../src/github/oauth.js';
+import { GitHubApp } from '../../src/adapters/git/github-app.js';
+import type { GitHubIntegration } from '../../src/modules/github/installations.js';
+import { GitHubOAuth } from '../../src/modules/github/oauth.js';
 import type { FakeGitHub } from './fake-github.js';
 import type { Reply, TestServer, TestUser } from './harness.js';
 

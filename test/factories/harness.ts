@@ -1,25 +1,25 @@
-import { Catalog, SHIPPED_CATALOG } from '../../src/templates/catalog.js';
+import { Catalog, SHIPPED_CATALOG } from '../../src/modules/templates/catalog.js';
 import { Writable } from 'node:stream';
-import { buildApp, type App, type AppDeps } from '../../src/api/app.js';
-import { TenantNetworks } from '../../src/api/tenant-guard.js';
-import { startMetricsListener } from '../../src/metrics/listener.js';
-import type { Services } from '../../src/api/services.js';
+import { buildApp, type App, type AppDeps } from '../../src/app/http.js';
+import { TenantNetworks } from '../../src/http/tenant-guard.js';
+import { startMetricsListener } from '../../src/modules/metrics/listener.js';
+import type { Services } from '../../src/app/services.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
 import { createStore, type Store } from '../../src/store/db.js';
-import type { Deps, Platform } from '../../src/deps.js';
-import type { Mailer } from '../../src/notify/mailer.js';
-import type { GitHubIntegration } from '../../src/github/installations.js';
+import type { Deps, Platform } from '../../src/modules/deps.js';
+import type { Mailer } from '../../src/adapters/notify/mailer.js';
+import type { GitHubIntegration } from '../../src/modules/github/installations.js';
 import type { LogStore } from '../../src/domain/logs.js';
-import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
-import { SecretBox } from '../../src/secrets/secret-box.js';
+import { openLogStore, sqliteLogFile } from '../../src/store/logs/open.js';
+import { SecretBox } from '../../src/adapters/secrets/secret-box.js';
 import { randomBytes } from 'node:crypto';
-import { findOrCreateUser } from '../../src/tenancy/users.js';
-import { createWorkspace } from '../../src/tenancy/workspaces.service.js';
-import type { RateLimit } from '../../src/api/rate-limit.js';
+import { findOrCreateUser } from '../../src/modules/tenancy/users.js';
+import { createWorkspace } from '../../src/modules/tenancy/workspaces.service.js';
+import type { RateLimit } from '../../src/http/rate-limit.js';
 import { freshDatabase, type StoreKind, type TestDatabase } from './stores.js';
-import { LiveLogs } from '../../src/logs/live.js';
-import { paymentGateways, type PaymentsMode } from '../../src/billing/gateways/sandbox.js';
+import { LiveLogs } from '../../src/modules/logs/live.js';
+import { paymentGateways, type PaymentsMode } from '../../src/modules/billing/gateways/sandbox.js';
 
 /** A clock the test can move; starts at the real time so that expiry maths stays realistic. */
 export class TestClock implements Clock {

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/app/config.js';
 
 export const BIN = fileURLToPath(new URL('../../bin/slipway', import.meta.url));
 const DIST_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import Docker from 'dockerode';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
+import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
 import { createStore, instanceId } from '../../src/store/db.js';
 
 export interface Envelope<T> {

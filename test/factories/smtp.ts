@@ -1,7 +1,7 @@
 // A real SMTP server on a free port that keeps what it receives, and the production mailer pointed at it.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
-import { createSmtpMailer, parseSmtpUrl, type Mailer } from '../../src/notify/mailer.js';
+import { createSmtpMailer, parseSmtpUrl, type Mailer } from '../../src/adapters/notify/mailer.js';
 
 export interface Received {
   from: string;

@@ -4,8 +4,8 @@ import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { GitHubApp } from '../../src/build/github-app.js';
-import { GitSource, gitEnvironment, GitSourceError, type Checkout } from '../../src/build/git-source.js';
+import { GitHubApp } from '../../src/adapters/git/github-app.js';
+import { GitSource, gitEnvironment, GitSourceError, type Checkout } from '../../src/adapters/git/git-source.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { closedPort, git, RepoRoot, startGitServer, startSilentServer, type GitServer } from '../factories/git-server.js';
 

@@ -3,7 +3,7 @@
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/domain/clock.js';
-import { GitHubApp, GitHubAppError } from '../../src/build/github-app.js';
+import { GitHubApp, GitHubAppError } from '../../src/adapters/git/github-app.js';
 import { startFakeGitHub, type FakeGitHub } from '../factories/fake-github.js';
 import { closedPort } from '../factories/git-server.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
-import { Leadership, type Campaign, type LeadershipLog } from '../../src/deploy/leadership.js';
+import { Leadership, type Campaign, type LeadershipLog } from '../../src/modules/deployments/engine/leadership.js';
 import { iso, type Clock } from '../../src/domain/clock.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';

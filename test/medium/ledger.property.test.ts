@@ -3,7 +3,7 @@
 // (replays of the same event, other events for the same payment, all at once). At every check
 // the ledger sums exactly to the balance, and no payment is ever credited twice.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
+import { PaystackGateway } from '../../src/modules/billing/gateways/paystack.js';
 import { iso } from '../../src/domain/clock.js';
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
 import type { WebhookDelivery } from '../factories/fake-stripe.js';

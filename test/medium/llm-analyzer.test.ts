@@ -4,8 +4,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { analyze } from '../../src/logs/analyzer.js';
-import { LlmAnalyzer, type LlmPayload } from '../../src/logs/llm.js';
+import { analyze } from '../../src/modules/logs/analyzer.js';
+import { LlmAnalyzer, type LlmPayload } from '../../src/modules/logs/llm.js';
 
 interface Received {
   method: string;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/domain/errors.js';
 import type { CollectionCursor, LogBatch, LogEntry, LogLine, LogPage, LogStore } from '../../src/domain/logs.js';
-import { LogWriter } from '../../src/logs/log-writer.js';
-import { openLogStore, sqliteLogFile } from '../../src/logs/open.js';
+import { LogWriter } from '../../src/modules/logs/log-writer.js';
+import { openLogStore, sqliteLogFile } from '../../src/store/logs/open.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
 

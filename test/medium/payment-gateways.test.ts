@@ -1,10 +1,10 @@
 // The production gateway clients against local servers that speak Stripe's and Paystack's
 // documented endpoints, and the webhook deliveries those servers sign the way each provider does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayError, GatewaySignatureError, type CheckoutRequest, type PaymentGateway } from '../../src/billing/gateways/gateway.js';
-import { PaystackGateway } from '../../src/billing/gateways/paystack.js';
-import { paymentGateways, SandboxGateway, sandboxPaths } from '../../src/billing/gateways/sandbox.js';
-import { StripeGateway } from '../../src/billing/gateways/stripe.js';
+import { GatewayError, GatewaySignatureError, type CheckoutRequest, type PaymentGateway } from '../../src/modules/billing/gateways/gateway.js';
+import { PaystackGateway } from '../../src/modules/billing/gateways/paystack.js';
+import { paymentGateways, SandboxGateway, sandboxPaths } from '../../src/modules/billing/gateways/sandbox.js';
+import { StripeGateway } from '../../src/modules/billing/gateways/stripe.js';
 import { startFakePaystack, type FakePaystack } from '../factories/fake-paystack.js';
 import { startFakeStripe, type FakeStripe, type WebhookDelivery } from '../factories/fake-stripe.js';
 import { closedPort, startSilentServer } from '../factories/git-server.js';

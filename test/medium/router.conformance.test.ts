@@ -4,12 +4,12 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMe
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
-import { AcmeChallenges } from '../../src/router/acme-challenges.js';
-import { PAGES } from '../../src/router/pages.js';
-import { RouteTable, type Upstream } from '../../src/router/route-table.js';
-import type { RouterDriver, RouterLog, TlsCertificate, TlsOptions } from '../../src/router/router.js';
-import { NodeProxyDriver } from '../../src/router/node-proxy.driver.js';
-import { findNginx, NginxDriver } from '../../src/router/nginx.driver.js';
+import { AcmeChallenges } from '../../src/adapters/router/acme-challenges.js';
+import { PAGES } from '../../src/adapters/router/pages.js';
+import { RouteTable, type Upstream } from '../../src/adapters/router/route-table.js';
+import type { RouterDriver, RouterLog, TlsCertificate, TlsOptions } from '../../src/adapters/router/router.js';
+import { NodeProxyDriver } from '../../src/adapters/router/node-proxy.driver.js';
+import { findNginx, NginxDriver } from '../../src/adapters/router/nginx.driver.js';
 import { freePort } from '../factories/process.js';
 import { handshakes, httpsCall, makeCa, makeLeaf, type TestCa, type TestLeaf } from '../factories/tls.js';
 

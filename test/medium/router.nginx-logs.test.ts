@@ -4,9 +4,9 @@ import { createServer as createTcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { nginxPaths } from '../../src/router/nginx.config.js';
-import { NginxDriver } from '../../src/router/nginx.driver.js';
-import { RouteTable } from '../../src/router/route-table.js';
+import { nginxPaths } from '../../src/adapters/router/nginx.config.js';
+import { NginxDriver } from '../../src/adapters/router/nginx.driver.js';
+import { RouteTable } from '../../src/adapters/router/route-table.js';
 import { closedPort } from '../factories/git-server.js';
 import { freePort, sleep } from '../factories/process.js';
 

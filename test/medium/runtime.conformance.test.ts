@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerSpec, type LogLine, type Owner, type Runtime, type RuntimeEvent } from '../../src/domain/runtime.js';
-import { DockerRuntime } from '../../src/runtime/docker/docker.runtime.js';
-import type { NetworkPool } from '../../src/runtime/docker/network-pool.js';
+import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
+import type { NetworkPool } from '../../src/adapters/runtime/docker/network-pool.js';
 import { ensureBaseImage, releaseTestRun } from '../factories/images.js';
 import { freePort, waitFor } from '../factories/process.js';
 

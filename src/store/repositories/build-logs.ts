@@ -3,7 +3,7 @@ import { Repository } from './repository.js';
 
 export type BuildLogLine = DeploymentLogsTable;
 
-/** The build lines of deployments, numbered 1, 2, 3… per deployment (src/deploy/build-log.ts). */
+/** The build lines of deployments, numbered 1, 2, 3… per deployment (src/modules/deployments/build-log.ts). */
 export class BuildLogRepository extends Repository {
   /** Fails with the store's unique violation for a sequence number the deployment has already. */
   async append(lines: readonly BuildLogLine[]): Promise<void> {

@@ -26,7 +26,7 @@ import { WalletRepository } from './wallets.js';
 import { WebhookDeliveryRepository } from './webhook-deliveries.js';
 import { WorkspaceRepository } from './workspaces.js';
 
-/** Every query Slipway makes, by aggregate (the log store's PostgreSQL driver aside: src/logs). */
+/** Every query Slipway makes, by aggregate (the log store's PostgreSQL driver aside: src/modules/logs). */
 export interface Repositories {
   users: UserRepository;
   workspaces: WorkspaceRepository;

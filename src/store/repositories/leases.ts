@@ -1,7 +1,7 @@
 import type { LeasesTable } from '../schema.js';
 import { Repository } from './repository.js';
 
-/** Named leases: at most one holder of each at a time (src/deploy/leadership.ts). */
+/** Named leases: at most one holder of each at a time (src/modules/deployments/engine/leadership.ts). */
 export class LeaseRepository extends Repository {
   /**
    * Takes `name` for `holder` until `expiresAt` if it is free, expired before `now`, or already

@@ -2,7 +2,7 @@ import { isUniqueViolation } from '../dialects.js';
 import type { WebhookDeliveriesTable } from '../schema.js';
 import { Repository } from './repository.js';
 
-/** The GitHub deliveries acted on, per receiver (src/deploy/deploy.service.ts claimDelivery). */
+/** The GitHub deliveries acted on, per receiver (src/modules/deployments/deploy.service.ts claimDelivery). */
 export class WebhookDeliveryRepository extends Repository {
   /** Removes the claims received before `before`. */
   async prune(before: string): Promise<void> {

@@ -1,0 +1,90 @@
+import { WalletService } from '../modules/billing/wallet.service.js';
+import { BuildLog } from '../modules/deployments/build-log.js';
+import { DeployService } from '../modules/deployments/deploy.service.js';
+import { EngineHandle } from '../modules/deployments/engine-handle.js';
+import { DeployQueue } from '../modules/deployments/queue.js';
+import { DeploymentService } from '../modules/deployments/deployments.service.js';
+import { GitService } from '../modules/projects/git.service.js';
+import { GitHubInstallationService } from '../modules/github/installations.js';
+import { ProjectService } from '../modules/projects/projects.service.js';
+import { DatabaseService } from '../modules/databases/databases.service.js';
+import { DomainService } from '../modules/domains/domains.service.js';
+import { EnvService } from '../modules/env/env.service.js';
+import { LogService } from '../modules/logs/logs.service.js';
+import { UptimeService } from '../modules/uptime/uptime.service.js';
+import { UptimeNotifier } from '../modules/uptime/notifier.js';
+import { MetricsService } from '../modules/metrics/metrics.service.js';
+import { TemplateService } from '../modules/templates/templates.service.js';
+import { ApiKeyService } from '../modules/tenancy/api-keys.service.js';
+import type { Deps } from '../modules/deps.js';
+import { InvitationService } from '../modules/tenancy/invitations.service.js';
+import { MemberService } from '../modules/tenancy/members.service.js';
+import { WorkspaceService } from '../modules/tenancy/workspaces.service.js';
+
+/** Every service the routes call, built once from the injected dependencies. */
+export interface Services {
+  apiKeys: ApiKeyService;
+  workspaces: WorkspaceService;
+  members: MemberService;
+  invitations: InvitationService;
+  wallets: WalletService;
+  projects: ProjectService;
+  git: GitService;
+  installations: GitHubInstallationService;
+  deployments: DeploymentService;
+  buildLog: BuildLog;
+  queue: DeployQueue;
+  deploys: DeployService;
+  /** the engine the services talk to: idle (deployments only queue) until `serve` points it at one */
+  readonly engine: EngineHandle;
+  envVars: EnvService;
+  domains: DomainService;
+  uptime: UptimeService;
+  logs: LogService;
+  /** managed databases; the leader's worker attaches itself to wake it */
+  databases: DatabaseService;
+  templates: TemplateService;
+  metrics: MetricsService;
+}
+
+/** The test notifications answer what happened; nothing to log besides. */
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A worker that stops renewing its lease for this long is taken for dead and its work reaped. */
+export const LEASE_MS = 60_000;
+
+/** `onLogsStored`: lines of the project were stored by this process (the live tail's hub wakes its readers). */
+export function createServices(deps: Deps, onLogsStored: (projectId: string) => void = () => undefined): Services {
+  const apiKeys = new ApiKeyService(deps);
+  const wallets = new WalletService(deps);
+  const installations = new GitHubInstallationService(deps);
+  const queue = new DeployQueue(deps, LEASE_MS);
+  const engine = new EngineHandle();
+  const projects = new ProjectService(deps, () => engine, wallets);
+  const git = new GitService(deps);
+  const deploys = new DeployService(deps, queue, wallets, engine);
+  const envVars = new EnvService(deps);
+  const databases = new DatabaseService(deps, wallets, engine);
+  return {
+    apiKeys,
+    workspaces: new WorkspaceService(deps),
+    members: new MemberService(deps),
+    invitations: new InvitationService(deps, apiKeys),
+    wallets,
+    projects,
+    installations,
+    git,
+    deployments: new DeploymentService(deps),
+    buildLog: new BuildLog(deps, onLogsStored),
+    queue,
+    deploys,
+    engine,
+    envVars,
+    domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
+    uptime: new UptimeService(deps, new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: silent })),
+    logs: new LogService(deps),
+    databases,
+    templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
+    metrics: new MetricsService(deps),
+  };
+}

@@ -1,0 +1,328 @@
+import type { WalletService } from '../billing/wallet.service.js';
+import { iso } from '../../domain/clock.js';
+import {
+  connectionString,
+  DATABASE_TYPES,
+  DEFAULT_PORTS,
+  generatePassword,
+  isDatabaseType,
+  keyPrefixOf,
+  MASKED_PASSWORD,
+  usernameFor,
+  type DatabaseProvisioner,
+  type DatabaseStatus,
+  type DatabaseType,
+} from '../../domain/database.js';
+import { conflict, invalid, notFound } from '../../domain/errors.js';
+import type { Engine } from '../../domain/ports.js';
+import { slugify } from '../../domain/slug.js';
+import type { Deps } from '../deps.js';
+import { isUniqueViolation } from '../../store/dialects.js';
+import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
+import type { Access } from '../tenancy/context.js';
+import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
+import { databasePolicy, passwordContext } from './policy.js';
+import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
+import { instanceId } from '../../store/db.js';
+
+export interface DatabaseEventView {
+  at: string;
+  message: string;
+}
+
+export interface DatabaseView {
+  id: string;
+  name: string;
+  slug: string;
+  type: DatabaseType;
+  status: DatabaseStatus;
+  error: string | null;
+  provisioner: DatabaseProvisioner;
+  image: string | null;
+  host: string;
+  port: number;
+  external_host: string | null;
+  external_port: number | null;
+  username: string;
+  password: string;
+  database_name: string;
+  connection_string: string;
+  external_connection_string: string | null;
+  /** Redis on a shared server: every key (and channel) of this database starts with it; null otherwise */
+  key_prefix: string | null;
+  memory_mb: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DatabaseHealthView {
+  status: string;
+  restarts: number;
+  started_at: string | null;
+  cpu_millicores: number;
+  memory_bytes: number;
+  memory_limit_bytes: number | null;
+  volume_bytes: number | null;
+}
+
+export interface DatabaseDetailView extends DatabaseView {
+  /** its server as the engine sees it; null without an engine or before its container exists */
+  health: DatabaseHealthView | null;
+  events: DatabaseEventView[];
+}
+
+/** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
+export interface DatabaseWork {
+  wake(): void;
+  /** refuses (or allows again) the logins of a database on a shared server */
+  setLocked(row: DatabaseRow, locked: boolean): Promise<void>;
+}
+
+const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
+
+/**
+ * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
+ * servers themselves are created and removed by the deploy engine's leader (DatabaseWorker),
+ * which takes `provisioning` and `deleting` rows as its work.
+ */
+export class DatabaseService {
+  private work: DatabaseWork = idle;
+
+  constructor(
+    readonly deps: Deps,
+    private readonly wallets: WalletService,
+    private readonly engine: Pick<Engine, 'databaseHealth'>,
+  ) {}
+
+  /** The leader's worker in this process (or none: a standby, `--engine none`). */
+  attach(work: DatabaseWork | null): void {
+    this.work = work ?? idle;
+  }
+
+  async create(access: Access, input: { name: string; type: string }): Promise<DatabaseView> {
+    const { row, password } = await this.prepare(access, input, null);
+    await this.wallets.requireFunds(access.workspace.id);
+    try {
+      await this.deps.store.transaction((tx) => this.insert(tx, row));
+    } catch (err) {
+      throw this.taken(err, row);
+    }
+    this.work.wake();
+    return databaseView(row, password);
+  }
+
+  /**
+   * A new database's record and its password, not stored yet: `insert` stores it (in the
+   * caller's transaction, e.g. a template instance's), then `wake()` starts its provisioning.
+   * `owner`: the template instance it belongs to.
+   */
+  async prepare(access: Access, input: { name: string; type: string }, owner: string | null): Promise<{ row: DatabaseRow; password: string }> {
+    if (!isDatabaseType(input.type)) throw invalid(`"type" must be one of ${DATABASE_TYPES.join(', ')}.`);
+    const slug = slugify(input.name);
+    if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
+    const type = input.type;
+    const policy = databasePolicy(this.deps.platform);
+    const id = this.deps.ids.id();
+    const password = generatePassword((n) => this.deps.random.bytes(n));
+    const now = iso(this.deps.clock.now());
+    const row: DatabaseRow = {
+      id,
+      workspace_id: access.workspace.id,
+      name: input.name,
+      slug,
+      type,
+      provisioner: 'container',
+      status: 'provisioning',
+      error: null,
+      image: null,
+      host: databaseHost(slug),
+      port: DEFAULT_PORTS[type],
+      external_host: null,
+      external_port: null,
+      username: usernameFor(type),
+      password: this.deps.secrets.seal(password, passwordContext(id)),
+      database_name: databaseName(type, slug),
+      memory_mb: policy.memoryMb,
+      owner_project_id: owner,
+      created_at: now,
+      updated_at: now,
+    };
+    const sharedUrl = policy.shared[type];
+    if (sharedUrl !== undefined) {
+      // on the operator's server: a user and a database named for this installation and tenant
+      // (slugs repeat across workspaces; these names never do), reached at the server's address
+      const { host, port } = sharedAddress(type, sharedUrl);
+      const name = sharedTenantName(await this.sharedPrefix(), slug, (n) => this.deps.random.bytes(n));
+      Object.assign(row, { provisioner: 'shared', host, port, external_host: host, external_port: port, username: name, database_name: name, memory_mb: 0 });
+    }
+    return { row, password };
+  }
+
+  /**
+   * Stores a prepared database with its first event, inside the limits: the workspace's number
+   * of databases (403) and, for a container of its own, the memory all tenants' containers may
+   * reserve on this installation (409).
+   */
+  async insert(tx: Repositories, row: DatabaseRow): Promise<void> {
+    await holdDatabaseRoom(this.deps, tx, row.workspace_id);
+    if (row.provisioner === 'container') await holdMemoryRoom(this.deps, tx, row.id, row.memory_mb);
+    await tx.databases.insert(row);
+    await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: row.created_at, message: `Created; a ${row.type} server is being provisioned.` });
+  }
+
+  /** The 409 of a slug taken in the workspace, for an insert that failed with `err`. */
+  taken(err: unknown, row: Pick<DatabaseRow, 'slug'>): unknown {
+    return isUniqueViolation(err) ? conflict(`A database with the slug "${row.slug}" already exists in this workspace.`) : err;
+  }
+
+  /** Tells the leader's worker there is work (after a transaction that stored prepared databases). */
+  /**
+   * Billing stops the workspace's databases (WorkControl): `running` ones become `suspended`; the
+   * leader's worker removes their servers and keeps their volumes; a shared server's tenant can no
+   * longer log in. Returns how many.
+   */
+  async suspendWorkspace(workspaceId: string): Promise<number> {
+    return this.moveAll(workspaceId, 'running', 'suspended', 'Suspended: the workspace\'s wallet stayed empty past the grace period. Its data is kept; a top-up starts it again.');
+  }
+
+  /** After a top-up: `suspended` databases are `running` again; the worker starts their servers on their volumes (a shared one's logins are allowed again). */
+  async resumeWorkspace(workspaceId: string): Promise<number> {
+    return this.moveAll(workspaceId, 'suspended', 'running', 'Resumed after a top-up: its server starts again on its volume.');
+  }
+
+  /**
+   * Moves the workspace's databases in `from` to `to`: a container's server is removed or started
+   * by the leader's worker; a shared server's tenant is locked or unlocked here first, and stays
+   * in `from` when its server does not answer (the billing worker tries again at its next pass,
+   * after the others moved: then this throws).
+   */
+  private async moveAll(workspaceId: string, from: DatabaseStatus, to: DatabaseStatus, message: string): Promise<number> {
+    let moved = 0;
+    const failures: string[] = [];
+    const now = iso(this.deps.clock.now());
+    for (const row of await this.deps.store.repos.databases.inWorkspace(workspaceId)) {
+      if (row.status !== from) continue;
+      if (row.provisioner === 'shared') {
+        try {
+          await this.work.setLocked(row, to === 'suspended');
+        } catch (err) {
+          failures.push(`${row.slug}: ${err instanceof Error ? err.message : String(err)}`);
+          continue;
+        }
+      }
+      if (await this.deps.store.repos.databases.update(row.id, from, { status: to, updated_at: now })) {
+        await this.deps.store.repos.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message });
+        moved++;
+      }
+    }
+    if (moved > 0) this.work.wake();
+    if (failures.length > 0) throw new Error(`databases on a shared server could not be ${to === 'suspended' ? 'suspended' : 'resumed'}: ${failures.join('; ')}`);
+    return moved;
+  }
+
+  wake(): void {
+    this.work.wake();
+  }
+
+  /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
+  async deleteOwnedBy(tx: Repositories, owner: string): Promise<void> {
+    const now = iso(this.deps.clock.now());
+    for (const row of await tx.databases.ownedBy(owner)) {
+      if (row.status === 'deleting') continue;
+      await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
+      await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting with its template instance: its server and its data are being removed.' });
+    }
+  }
+
+  async list(access: Access): Promise<DatabaseView[]> {
+    const rows = await this.deps.store.repos.databases.inWorkspace(access.workspace.id);
+    return rows.map((r) => databaseView(r, null));
+  }
+
+  async get(access: Access, slug: string): Promise<DatabaseDetailView> {
+    const row = await this.resolve(access, slug);
+    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
+    return {
+      ...databaseView(row, null),
+      health:
+        health === null
+          ? null
+          : {
+              status: health.status,
+              restarts: health.restarts,
+              started_at: health.startedAt === null ? null : iso(health.startedAt),
+              cpu_millicores: health.cpuMillicores,
+              memory_bytes: health.memoryBytes,
+              memory_limit_bytes: health.memoryLimitBytes,
+              volume_bytes: health.volumeBytes,
+            },
+      events: events.map((e) => ({ at: e.at, message: e.message })),
+    };
+  }
+
+  /** Marks it `deleting`: the leader removes its server (container and volume), then the record. */
+  async delete(access: Access, slug: string): Promise<DatabaseView> {
+    const row = await this.resolve(access, slug);
+    if (row.status !== 'deleting') {
+      const now = iso(this.deps.clock.now());
+      await this.deps.store.transaction(async (tx) => {
+        await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
+        await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting: its server and its data are being removed.' });
+      });
+      row.status = 'deleting';
+      row.updated_at = now;
+    }
+    this.work.wake();
+    return databaseView(row, null);
+  }
+
+  private prefix: string | null = null;
+
+  private async sharedPrefix(): Promise<string> {
+    this.prefix ??= sharedPrefix(await instanceId(this.deps.store));
+    return this.prefix;
+  }
+
+  private async resolve(access: Access, slug: string): Promise<DatabaseRow> {
+    const row = await this.deps.store.repos.databases.bySlug(access.workspace.id, slug);
+    if (row === undefined) throw notFound('Database');
+    return row;
+  }
+}
+
+/** Apps on the workspace network reach a database by this name (projects are reached by their bare slug, so no clash). */
+export const databaseHost = (slug: string): string => `${slug}.db`;
+
+/** The database inside the server: its slug (MySQL and PostgreSQL take `-` in quoted names; the images quote them). */
+const databaseName = (_type: DatabaseType, slug: string): string => slug;
+
+/** The record as the API shows it: the password (and the connection strings) in full only when `password` is given. */
+export function databaseView(row: DatabaseRow, password: string | null): DatabaseView {
+  const type = row.type as DatabaseType;
+  const shown = password ?? MASKED_PASSWORD;
+  const address = { type, username: row.username, password: shown, databaseName: row.database_name };
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    type,
+    status: row.status as DatabaseStatus,
+    error: row.error,
+    provisioner: row.provisioner as DatabaseProvisioner,
+    image: row.image,
+    host: row.host,
+    port: row.port,
+    external_host: row.external_host,
+    external_port: row.external_port,
+    username: row.username,
+    password: shown,
+    database_name: row.database_name,
+    connection_string: connectionString({ ...address, host: row.host, port: row.port }),
+    external_connection_string:
+      row.external_host === null || row.external_port === null ? null : connectionString({ ...address, host: row.external_host, port: row.external_port }),
+    key_prefix: keyPrefixOf(row),
+    memory_mb: row.memory_mb,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

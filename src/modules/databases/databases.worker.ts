@@ -1,0 +1,497 @@
+import type { Clock, IdSource } from '../../domain/clock.js';
+import type { LogStore } from '../../domain/logs.js';
+import { iso } from '../../domain/clock.js';
+import { randomBytes } from 'node:crypto';
+import { DATABASE_LABEL, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
+import { HostPortTakenError, type ContainerInfo, type Runtime } from '../../domain/runtime.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { Store } from '../../store/db.js';
+import type { DatabaseRow } from '../../store/repositories/index.js';
+import { serverName } from './health.js';
+import { passwordContext, type DatabasePolicy } from './policy.js';
+import { localImage, login as realLogin, SERVERS } from './servers.js';
+import { sharedServer, type SharedServer } from './shared.js';
+
+export { DATABASE_LABEL };
+
+export interface DatabaseWorkerLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface DatabaseWorkerOptions {
+  store: Store;
+  clock: Clock;
+  ids: IdSource;
+  secrets: SecretBox;
+  runtime: Pick<Runtime, 'inspectImage' | 'pull' | 'ensureVolume' | 'removeVolume' | 'run' | 'inspect' | 'list' | 'stop' | 'remove'>;
+  policy: DatabasePolicy;
+  /** this installation's labels (its instance): every container and volume carries them */
+  labels: Readonly<Record<string, string>>;
+  /** the workspace's network, created when missing (the deploy engine's, so that apps and databases share it) */
+  network(ws: { id: string; slug: string }): Promise<string>;
+  /** published: Slipway reaches a database on its published port; network: on its address on the workspace network */
+  upstreamMode: 'published' | 'network';
+  log: DatabaseWorkerLog;
+  /** how often the store is looked at for work without a wake-up (default 2 s) */
+  pollMs?: number;
+  /** how often the engine is looked at for missing or orphaned containers (default 10 s) */
+  reconcileEveryMs?: number;
+  /** logs in with the database's credentials; the real clients by default */
+  login?: (a: DatabaseAddress) => Promise<void>;
+  /** how long an image pull may take (default 5 min) */
+  pullTimeoutMs?: number;
+  /** the log store: a deleted database's server logs go with it */
+  logs?: Pick<LogStore, 'deleteProject'>;
+  /** this installation's prefix of names on shared servers (`sharedPrefix(instanceId)`): its leftovers there are found by it */
+  sharedPrefix: string;
+  /** an operator's server, by its administrative URL (the real clients by default) */
+  sharedServer?: (type: DatabaseType, url: string) => SharedServer;
+}
+
+const POLL_MS = 2_000;
+const RECONCILE_EVERY_MS = 10_000;
+const LOGIN_RETRY_MS = 200;
+const IMAGE_WAIT_MS = 2_000;
+
+/**
+ * The deploy engine leader's half of managed databases (docs/databases.md#lifecycle): it
+ * provisions `provisioning` rows (image, volume, container, then a real login before `running`),
+ * removes the servers of `deleting` rows and of databases that are gone (a deleted workspace),
+ * and brings back the container of a running database that disappeared, from its volume. The
+ * rows are the work queue: a kill -9 leaves them as they were, and the next leader goes on.
+ */
+export class DatabaseWorker {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+  private lastReconcile = 0;
+  /** databases being provisioned by this process: a pass never starts one twice */
+  private readonly busy = new Map<string, Promise<void>>();
+  private readonly abort = new AbortController();
+  private readonly login: (a: DatabaseAddress) => Promise<void>;
+  private readonly shared: (type: DatabaseType, url: string) => SharedServer;
+
+  constructor(private readonly o: DatabaseWorkerOptions) {
+    this.login = o.login ?? realLogin;
+    this.shared = o.sharedServer ?? sharedServer;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => { this.wake(); }, this.o.pollMs ?? POLL_MS);
+    this.timer.unref();
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    if (this.timer !== null) clearInterval(this.timer);
+    await this.running;
+    await Promise.allSettled([...this.busy.values()]);
+  }
+
+  /** Looks for work now (a database was created or deleted through this process). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running !== null) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass();
+        } while (this.repeat());
+      } catch (err) {
+        this.o.log.error({ err }, 'database worker: a pass failed; trying again shortly');
+      } finally {
+        this.running = null;
+      }
+    })();
+  }
+
+  /** Another pass: a wake-up came during this one. */
+  private repeat(): boolean {
+    return this.again && !this.stopped;
+  }
+
+  /** Settles when every provisioning this process started has ended (tests). */
+  async idle(): Promise<void> {
+    await this.running;
+    await Promise.allSettled([...this.busy.values()]);
+  }
+
+  private async pass(): Promise<void> {
+    const repos = this.o.store.repos.databases;
+    for (const row of await repos.withStatus(['provisioning', 'deleting'])) {
+      if (this.stopped) return;
+      if (this.busy.has(row.id)) continue;
+      const shared = row.provisioner === 'shared';
+      const job = (row.status === 'provisioning' ? (shared ? this.provisionShared(row) : this.provision(row)) : shared ? this.removeShared(row) : this.remove(row))
+        .catch((err: unknown) => { this.o.log.error({ err, database: row.id }, 'database worker: unexpected failure'); })
+        .finally(() => { this.busy.delete(row.id); });
+      this.busy.set(row.id, job);
+    }
+    const now = this.o.clock.now().getTime();
+    if (now - this.lastReconcile >= (this.o.reconcileEveryMs ?? RECONCILE_EVERY_MS)) {
+      this.lastReconcile = now;
+      await this.reconcile();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async provision(row: DatabaseRow): Promise<void> {
+    const type = row.type as DatabaseType;
+    const started = Date.now();
+    try {
+      const ws = await this.o.store.repos.workspaces.byId(row.workspace_id);
+      if (ws === undefined) return;
+      const image = row.image ?? (await this.chooseImage(row, type));
+      if (row.image === null) await this.patch(row, { image });
+      const info = await this.ensureContainer(row, { id: ws.id, slug: ws.slug }, image);
+      const address = this.loginAddress(row, info);
+      await this.waitForLogin(row, address);
+      const ok = await this.patch(row, {
+        status: 'running',
+        error: null,
+        ...this.external(info),
+      });
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+    } catch (err) {
+      if (this.stopped) return;
+      const message = err instanceof Error ? err.message : String(err);
+      this.o.log.warn({ database: row.id, error: message }, 'database provisioning failed');
+      const ok = await this.patch(row, { status: 'failed', error: message });
+      if (ok) await this.event(row, `Failed: ${message}`);
+    }
+  }
+
+  /**
+   * On the operator's server: the tenant's user and database (made again from scratch when a
+   * crash stopped it halfway), then a real login with its own credentials before `running`.
+   */
+  private async provisionShared(row: DatabaseRow): Promise<void> {
+    const started = Date.now();
+    try {
+      const server = this.sharedFor(row);
+      const address = this.addressOf(row, server.host, server.port);
+      await this.event(row, `Creating its user and database on the shared ${row.type} server at ${server.host}:${String(server.port)}.`);
+      await server.create({ name: row.username, password: address.password });
+      await this.waitForLogin(row, address);
+      const ok = await this.patch(row, { status: 'running', error: null });
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+    } catch (err) {
+      if (this.stopped) return;
+      const message = sharedError(err);
+      this.o.log.warn({ database: row.id, error: message }, 'database provisioning on a shared server failed');
+      const ok = await this.patch(row, { status: 'failed', error: message });
+      if (ok) await this.event(row, `Failed: ${message}`);
+    }
+  }
+
+  /**
+   * Billing's suspension of a database on a shared server: its logins refused and its sessions
+   * ended (`locked`), or allowed again. Its data stays. Fails with the server's readable error.
+   */
+  async setLocked(row: DatabaseRow, locked: boolean): Promise<void> {
+    const server = this.sharedFor(row);
+    try {
+      await (locked ? server.lock(row.username) : server.unlock(row.username));
+    } catch (err) {
+      throw new Error(sharedError(err), { cause: err });
+    }
+  }
+
+  /** The server a shared database lives on: the one configured for its type now. */
+  private sharedFor(row: DatabaseRow): SharedServer {
+    const type = row.type as DatabaseType;
+    const url = this.o.policy.shared[type];
+    if (url === undefined) throw new Error(`no shared ${type} server is configured any more (--database-shared-${type}).`);
+    return this.shared(type, url);
+  }
+
+  /**
+   * The configured image when the engine has it or can pull it; otherwise the locally built
+   * `slipway-local/<type>:latest` (an air-gapped host), said in the log and the events.
+   */
+  private async chooseImage(row: DatabaseRow, type: DatabaseType): Promise<string> {
+    const wanted = this.o.policy.images[type];
+    if ((await this.o.runtime.inspectImage(wanted)) !== null) return wanted;
+    let why: string;
+    try {
+      await this.event(row, `Pulling ${wanted}.`);
+      await this.o.runtime.pull(wanted, { timeoutMs: this.o.pullTimeoutMs ?? 300_000 });
+      return wanted;
+    } catch (err) {
+      why = err instanceof Error ? err.message : String(err);
+    }
+    const local = localImage(type);
+    // `make run` builds the local images in the background: a first database may ask before they are there
+    const deadline = Date.now() + this.o.policy.readyTimeoutMs;
+    let waiting = false;
+    while ((await this.o.runtime.inspectImage(local)) === null) {
+      if (Date.now() >= deadline || this.stopped) {
+        throw new Error(`the image ${wanted} is not on this host and cannot be pulled (${why}), and no locally built ${local} exists (make db-images builds it).`);
+      }
+      if (!waiting) {
+        waiting = true;
+        await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}), and ${local} is not built yet; waiting for it (make db-images builds it).`);
+      }
+      await new Promise((r) => setTimeout(r, IMAGE_WAIT_MS));
+    }
+    this.o.log.warn({ database: row.id, image: wanted, fallback: local, reason: why }, 'database image not available; using the locally built one');
+    await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}); using the locally built ${local} instead.`);
+    return local;
+  }
+
+  private containerName(row: DatabaseRow): string {
+    return serverName(row.id);
+  }
+
+  private volumeName(row: DatabaseRow): string {
+    return serverName(row.id);
+  }
+
+  /** Its container: the one there is when it runs (a restart of Slipway mid-provisioning), a new one otherwise. */
+  private async ensureContainer(row: DatabaseRow, ws: { id: string; slug: string }, image: string, hostPort?: number): Promise<ContainerInfo> {
+    const { runtime } = this.o;
+    const name = this.containerName(row);
+    const existing = await runtime.inspect(name);
+    if (existing !== null) {
+      // a container of that name is this database's only when its labels say so (this installation's, this database's)
+      const mine = Object.entries(this.o.labels).every(([k, v]) => existing.labels[k] === v) && existing.labels[DATABASE_LABEL] === row.id;
+      if (!mine) throw new Error(`a container named ${name} exists on the engine that is not this database's (another installation's, or not Slipway's); it is left alone.`);
+      if (existing.state === 'running' || existing.state === 'restarting') return existing;
+      await runtime.remove(existing.id);
+    }
+    const type = row.type as DatabaseType;
+    const server = SERVERS[type];
+    const address = this.addressOf(row, row.host, row.port);
+    const labels = { ...this.o.labels, [DATABASE_LABEL]: row.id };
+    const volume = this.volumeName(row);
+    await runtime.ensureVolume({ name: volume, workspace: ws.id, labels });
+    const network = await this.o.network(ws);
+    const publish = this.o.policy.publish;
+    return runtime.run({
+      name,
+      image,
+      env: server.env(address, () => generatePassword((n) => randomBytes(n))),
+      ...(server.command === undefined ? {} : { command: server.command(address) }),
+      owner: { workspace: ws.id },
+      labels,
+      cpu: 1,
+      memoryBytes: row.memory_mb * 1024 * 1024,
+      network,
+      aliases: [row.host],
+      port: row.port,
+      publish: publish !== 'off' || this.o.upstreamMode === 'published',
+      ...(publish === 'all' ? { publishAddress: '0.0.0.0' } : {}),
+      ...(hostPort === undefined ? {} : { hostPort }),
+      mounts: [{ volume, path: server.dataPath }],
+      restart: { kind: 'unless-stopped' },
+      init: true,
+    });
+  }
+
+  /** Where Slipway itself logs in: the published port on loopback, or the container's address on the workspace network. */
+  private loginAddress(row: DatabaseRow, info: ContainerInfo): DatabaseAddress {
+    if (this.o.upstreamMode === 'published' && info.hostPort !== null) return this.addressOf(row, '127.0.0.1', info.hostPort);
+    if (info.networkAddress === null) throw new Error('its container has no address on the workspace network.');
+    return this.addressOf(row, info.networkAddress, row.port);
+  }
+
+  /** The database's credentials (its password opened) at `host:port`. */
+  private addressOf(row: DatabaseRow, host: string, port: number): DatabaseAddress {
+    const password = this.o.secrets.open(row.password, passwordContext(row.id));
+    return { type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name };
+  }
+
+  private external(info: ContainerInfo): Pick<DatabaseRow, 'external_host' | 'external_port'> {
+    const publish = this.o.policy.publish;
+    if (publish === 'off' || info.hostPort === null) return { external_host: null, external_port: null };
+    return { external_host: publish === 'all' ? this.o.policy.publicHost : '127.0.0.1', external_port: info.hostPort };
+  }
+
+  /** Tries to log in until it works or the ready timeout passes; a container that exits fails at once. */
+  private async waitForLogin(row: DatabaseRow, address: DatabaseAddress): Promise<void> {
+    const deadline = Date.now() + this.o.policy.readyTimeoutMs;
+    let last = 'no answer yet';
+    for (;;) {
+      if (this.stopped) throw new Error('Slipway is stopping');
+      try {
+        await this.login(address);
+        return;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      if (row.provisioner === 'container') {
+        const info = await this.o.runtime.inspect(this.containerName(row));
+        if (info === null) throw new Error('its container disappeared while the server was starting.');
+        if (info.state === 'exited' || info.state === 'dead') {
+          throw new Error(`the server exited with code ${String(info.exitCode)}${info.oomKilled ? ' (killed: out of memory)' : ''} before it accepted a login.`);
+        }
+      }
+      if (Date.now() >= deadline) {
+        throw new Error(`the server did not accept a login within ${(this.o.policy.readyTimeoutMs / 1000).toString()} s (last answer: ${last}).`);
+      }
+      await new Promise((r) => setTimeout(r, LOGIN_RETRY_MS));
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async remove(row: DatabaseRow): Promise<void> {
+    try {
+      await this.removeServer(this.containerName(row), this.volumeName(row));
+      await this.o.store.repos.databases.delete(row.id);
+      await this.o.logs?.deleteProject(row.id).catch((err: unknown) => { this.o.log.warn({ err, database: row.id }, 'database worker: the logs of a deleted database stay until the retention pass'); });
+      this.o.log.info({ database: row.id }, 'database deleted with its container and volume');
+    } catch (err) {
+      // the row stays `deleting`: the next pass tries again
+      this.o.log.warn({ err, database: row.id }, 'database worker: cannot remove a database\'s server yet');
+    }
+  }
+
+  /** Drops its database (its data) and its user on the shared server, then the record. */
+  private async removeShared(row: DatabaseRow): Promise<void> {
+    try {
+      await this.sharedFor(row).drop(row.username);
+      await this.o.store.repos.databases.delete(row.id);
+      this.o.log.info({ database: row.id }, 'database dropped from its shared server');
+    } catch (err) {
+      // the row stays `deleting`: the next pass tries again
+      const message = `Cannot drop it from the shared server yet: ${sharedError(err)}`;
+      this.o.log.warn({ database: row.id, error: message }, 'database worker: cannot drop a database from its shared server yet');
+      // said once, not every pass
+      if (row.error !== message && (await this.patch(row, { error: message }))) await this.event(row, message);
+    }
+  }
+
+  private async removeServer(container: string, volume: string): Promise<void> {
+    await this.o.runtime.stop(container, { graceSeconds: 10 }).catch(() => undefined);
+    await this.o.runtime.remove(container);
+    await this.o.runtime.removeVolume(volume);
+  }
+
+  /**
+   * The engine against the rows: a container (and volume) of a database that no longer exists
+   * goes; a running database whose container is gone is started again on its volume.
+   */
+  private async reconcile(): Promise<void> {
+    const repos = this.o.store.repos.databases;
+    let containers: ContainerInfo[];
+    try {
+      containers = (await this.o.runtime.list({ labels: this.o.labels })).filter((c) => c.labels[DATABASE_LABEL] !== undefined);
+    } catch (err) {
+      this.o.log.warn({ err }, 'database worker: cannot list the containers');
+      return;
+    }
+    await this.reconcileShared();
+    const ids = await repos.ids();
+    for (const c of containers) {
+      const id = c.labels[DATABASE_LABEL] ?? '';
+      if (ids.has(id)) continue;
+      try {
+        await this.removeServer(c.id, serverName(id));
+        this.o.log.info({ database: id, container: c.name }, 'removed the server of a database that no longer exists');
+      } catch (err) {
+        this.o.log.warn({ err, container: c.name }, 'database worker: cannot remove the server of a deleted database');
+      }
+    }
+    const present = new Map(containers.map((c) => [c.labels[DATABASE_LABEL], c]));
+    // suspended (billing): the server goes, the volume stays; `running` again recreates it below
+    for (const row of await repos.withStatus(['suspended'])) {
+      const c = present.get(row.id);
+      if (c === undefined || this.busy.has(row.id)) continue;
+      try {
+        await this.o.runtime.remove(c.id);
+        this.o.log.info({ database: row.id }, 'stopped the server of a suspended database; its volume is kept');
+      } catch (err) {
+        this.o.log.warn({ err, database: row.id }, 'database worker: cannot stop the server of a suspended database');
+      }
+    }
+    for (const row of await repos.withStatus(['running'])) {
+      if (row.provisioner !== 'container') continue;
+      const c = present.get(row.id);
+      if (c !== undefined) {
+        // the engine may publish another port after a restart: the record follows
+        const external = this.external(c);
+        if (c.state === 'running' && c.hostPort !== null && external.external_port !== row.external_port && !this.busy.has(row.id)) {
+          await this.patch(row, external);
+          await this.event(row, `Its server restarted; it is now published on port ${String(external.external_port)}.`);
+        }
+        continue;
+      }
+      if (this.busy.has(row.id) || row.image === null) continue;
+      const job = this.recreate(row, row.image).finally(() => { this.busy.delete(row.id); });
+      this.busy.set(row.id, job);
+    }
+  }
+
+  /**
+   * This installation's tenants on each shared server that no record names any more (their
+   * workspace was deleted, which takes the records with it) are dropped. The names on the
+   * server are read before the records, so a database created meanwhile is never taken for one.
+   */
+  private async reconcileShared(): Promise<void> {
+    for (const [type, url] of Object.entries(this.o.policy.shared) as [DatabaseType, string][]) {
+      try {
+        const server = this.shared(type, url);
+        const there = await server.tenants(this.o.sharedPrefix);
+        if (there.size === 0) continue;
+        const known = await this.o.store.repos.databases.sharedNames(type);
+        for (const name of there) {
+          if (known.has(name) || this.stopped) continue;
+          await server.drop(name);
+          this.o.log.info({ type, name }, 'dropped a database of a deleted workspace from its shared server');
+        }
+      } catch (err) {
+        this.o.log.warn({ type, error: sharedError(err) }, 'database worker: cannot look at a shared server');
+      }
+    }
+  }
+
+  /** A running database's container was removed behind Slipway's back: the same server again, on the same volume (and host port, when free). */
+  private async recreate(row: DatabaseRow, image: string): Promise<void> {
+    try {
+      const ws = await this.o.store.repos.workspaces.byId(row.workspace_id);
+      if (ws === undefined) return;
+      let info: ContainerInfo;
+      try {
+        info = await this.ensureContainer(row, { id: ws.id, slug: ws.slug }, image, row.external_port ?? undefined);
+      } catch (err) {
+        if (!(err instanceof HostPortTakenError)) throw err;
+        info = await this.ensureContainer(row, { id: ws.id, slug: ws.slug }, image);
+      }
+      await this.patch(row, { ...this.external(info) });
+      await this.event(row, 'Its container was gone; started again on its volume.');
+      this.o.log.info({ database: row.id }, 'recreated the container of a database from its volume');
+    } catch (err) {
+      this.o.log.warn({ err, database: row.id }, 'database worker: cannot recreate a database\'s container');
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** Changes the row while it still has the status this worker read (a DELETE meanwhile wins). */
+  private async patch(row: DatabaseRow, patch: Partial<DatabaseRow>): Promise<boolean> {
+    const ok = await this.o.store.repos.databases.update(row.id, row.status, { ...patch, updated_at: iso(this.o.clock.now()) });
+    if (ok) Object.assign(row, patch);
+    return ok;
+  }
+
+  private async event(row: DatabaseRow, message: string): Promise<void> {
+    await this.o.store.repos.databases.addEvent({ id: this.o.ids.id(), database_id: row.id, at: iso(this.o.clock.now()), message }).catch(() => undefined);
+  }
+}
+
+/** A shared server's error as a sentence: the client's message, never the administrative URL it was given. */
+function sharedError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s]*/gi, '<server>');
+}

@@ -1,0 +1,48 @@
+import { Type } from 'typebox';
+import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../domain/deployment.js';
+import { authErrors, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+export const Deployment = Type.Object(
+  {
+    id: Type.String(),
+    project_id: Type.String(),
+    status: StringEnum(DEPLOYMENT_STATUSES),
+    source: StringEnum(DEPLOYMENT_SOURCES),
+    image: Nullable(Type.String()),
+    branch: Nullable(Type.String()),
+    commit_sha: Nullable(Type.String()),
+    commit_message: Nullable(Type.String()),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+
+const tags = ['Deployments'];
+
+export const listDeployments = {
+  tags,
+  summary: 'List deployments, newest first',
+  params: ProjectParams,
+  querystring: PageQuery,
+  response: {
+    200: Envelope(
+      Type.Object(
+        { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
+        { additionalProperties: false },
+      ),
+    ),
+    ...authErrors,
+  },
+};
+
+export const getDeployment = {
+  tags,
+  summary: 'Get a deployment',
+  params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),
+  response: { 200: Envelope(Deployment), ...authErrors },
+};

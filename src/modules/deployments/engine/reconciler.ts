@@ -1,0 +1,215 @@
+import { iso, type Clock } from '../../../domain/clock.js';
+import type { ContainerInfo, Runtime } from '../../../domain/runtime.js';
+import type { CrashSink } from '../../../domain/ports.js';
+import type { ProjectRow } from '../../projects/resolve.js';
+import { refreshProjectStatus } from '../../projects/status.js';
+import type { Store } from '../../../store/db.js';
+import type { DeploymentRow } from '../../../store/schema.js';
+import { PROJECT_LABEL, type EngineLog, type InstanceContainers } from './containers.js';
+import { INTERRUPTED } from './failure.js';
+import type { ProjectLocks } from './project-locks.js';
+import type { DeployQueue } from '../queue.js';
+import type { Retention } from './retention.js';
+import type { RoutingState } from './routing-state.js';
+
+export interface ReconcilerOptions {
+  store: Store;
+  clock: Clock;
+  queue: DeployQueue;
+  runtime: Runtime;
+  containers: InstanceContainers;
+  routing: RoutingState;
+  locks: ProjectLocks;
+  retention: Retention;
+  log: EngineLog;
+  /** a rolling restart, as the engine runs it for a request (Orchestrator.restart) */
+  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+  /** told when a serving deployment starts crash-looping (a crash alert) */
+  crashes?: CrashSink | undefined;
+}
+
+/** What a crash loop's alert says: how often it restarted, how it last ended. */
+function loopCause(containers: readonly ContainerInfo[]): string {
+  const worst = [...containers].sort((a, b) => b.restartCount - a.restartCount)[0];
+  if (worst === undefined) return 'its containers keep restarting';
+  const ended = worst.oomKilled ? 'killed for exceeding its memory limit' : `exited with code ${String(worst.exitCode)}`;
+  return `crash loop: ${worst.name} restarted ${worst.restartCount.toString()} times and ${ended}`;
+}
+
+/** A container restarted this often by the engine, and not running now, is crash-looping. */
+const CRASH_LOOP_RESTARTS = 3;
+/** How often a reconciler failure that recurs at every pass (an orphan the engine cannot remove) is logged. */
+const COMPLAIN_EVERY_MS = 10 * 60_000;
+
+/**
+ * The periodic pass that brings the engine and the router in line with the store: it reaps
+ * dead leases, removes orphaned containers, heals serving deployments (missing replicas,
+ * crash loops), runs the restarts a standby recorded, syncs the whole route table and, when
+ * due, the retention sweeps. Each step, each orphan and each project stands on its own: one
+ * that fails is logged (once per COMPLAIN_EVERY_MS while it recurs) and the rest of the pass
+ * runs. It also fails, at start, what an embedded store's previous process left in progress.
+ */
+export class Reconciler {
+  /** when each repeated failure was last logged (complain()), by what failed */
+  private readonly complained = new Map<string, number>();
+
+  constructor(private readonly o: ReconcilerOptions) {}
+
+  /** Deployments left in progress by a stopped process fail with "Interrupted"; their containers go. */
+  async failInterrupted(): Promise<void> {
+    const { repos } = this.o.store;
+    const now = iso(this.o.clock.now());
+    const rows = await repos.deployQueue.failAllLeased(now, INTERRUPTED);
+    for (const r of rows) {
+      await this.o.containers.remove({ project: r.project_id, deployment: r.id });
+      await refreshProjectStatus(repos, r.project_id, now);
+    }
+  }
+
+  /**
+   * Bring the engine and the router in line with the store: reap dead leases, remove containers
+   * no serving or in-progress deployment owns (orphans), and route every serving deployment to
+   * its running containers (host ports change when the engine restarts a container).
+   */
+  async pass(): Promise<void> {
+    const { store, clock, queue, retention } = this.o;
+    const { repos } = store;
+    this.forgetOldComplaints();
+    await this.step('reaping dead leases', async () => {
+      for (const r of await queue.reap()) await refreshProjectStatus(repos, r.project_id, iso(clock.now()));
+    });
+    const state = await this.step('reading the deployments and the containers', async () => {
+      const wanted = await repos.deployments.withContainers();
+      return { wanted, seen: await this.o.containers.byDeployment() };
+    });
+    if (state !== undefined) {
+      await this.removeOrphans(new Set(state.wanted.map((w) => w.id)), state.seen);
+      const serving = [...new Set(state.wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
+      for (const projectId of serving) {
+        await this.o.locks.run(projectId, async () => {
+          // Read again under the lock: a rollout in progress heals nothing.
+          if (await repos.deployments.anyActive(projectId)) return;
+          await this.heal(projectId, state.seen);
+        }).catch((err: unknown) => {
+          // One project that cannot be healed (its image is gone) must not stop the others.
+          this.complain(`heal:${projectId}`, { err, project: projectId }, 'cannot restore the containers of a serving deployment');
+        });
+      }
+    }
+    await this.step('removing the volumes of deleted template instances', () => this.sweepVolumes());
+    await this.step('running the restarts a standby recorded', () => this.restartRequested());
+    // A failed route sync is logged by the routing queue ('router update failed').
+    await this.o.routing.sync().catch(() => undefined);
+    if (retention.due()) {
+      await this.step('removing unneeded images', () => retention.sweepImages());
+      await this.step('removing the networks of deleted workspaces', () => retention.sweepNetworks());
+    }
+  }
+
+  /** The data volumes of template instances that no longer exist, once no container uses them (the orphans went first). */
+  private async sweepVolumes(): Promise<void> {
+    const { runtime, store, containers } = this.o;
+    for (const v of await runtime.listVolumes({ labels: containers.labels })) {
+      const project = v.labels[PROJECT_LABEL];
+      if (project === undefined || (await store.repos.projects.byId(project)) !== undefined) continue;
+      try {
+        if (await runtime.removeVolume(v.name)) this.o.log.info({ volume: v.name }, 'removed the data volume of a deleted template instance');
+      } catch (err) {
+        this.complain(`volume:${v.name}`, { err, volume: v.name }, 'the data volume of a deleted template instance could not be removed yet');
+      }
+    }
+  }
+
+  /**
+   * Stops and removes the containers no serving or in-progress deployment owns, each on its own:
+   * one the engine refuses to remove is logged (once per COMPLAIN_EVERY_MS) and tried again at
+   * the next pass, and the others go.
+   */
+  private async removeOrphans(keep: ReadonlySet<string>, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+    const { runtime } = this.o;
+    for (const [deployment, containers] of seen) {
+      if (keep.has(deployment)) continue;
+      for (const c of containers) {
+        try {
+          // The removal is forced: it kills a container that would not stop.
+          await runtime.stop(c.id, { graceSeconds: 5 }).catch(() => undefined);
+          await runtime.remove(c.id);
+          this.complained.delete(`orphan:${c.id}`);
+          this.o.log.info({ container: c.name }, 'removed an orphaned container');
+        } catch (err) {
+          this.complain(`orphan:${c.id}`, { err, container: c.name }, 'an orphaned container could not be removed; the reconciler tries again at each pass');
+        }
+      }
+    }
+  }
+
+  /**
+   * A serving deployment with fewer containers than replicas (one was removed behind Slipway's
+   * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
+   */
+  private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+    const { store, clock, containers: instance } = this.o;
+    const { repos } = store;
+    const project = await repos.projects.byId(projectId);
+    const d = await repos.deployments.serving(projectId);
+    if (project === undefined || d?.image == null) return;
+    let containers = seen.get(d.id) ?? [];
+    // The pass's snapshot may predate a rollout that finished since: ask the engine again before acting.
+    if (containers.length < project.replicas) containers = await instance.of(projectId, d.id);
+    const missing = project.replicas - containers.length;
+    if (missing > 0) {
+      const env = await instance.envOf(project);
+      const ws = await repos.workspaces.byId(project.workspace_id);
+      if (ws === undefined) throw new Error(`The workspace of project ${projectId} was deleted.`);
+      const network = await instance.network(ws);
+      for (let i = 0; i < missing; i++) {
+        this.o.log.info({ project: project.slug }, 'replacing a missing container');
+        await instance.start(project, instance.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${instance.stamp()}${i.toString()}`, network);
+      }
+    }
+    const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
+    const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running');
+    const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
+    if (status !== null && status !== project.status) {
+      await repos.projects.setStatus(projectId, status, iso(clock.now()));
+      if (status === 'crashed') this.o.crashes?.crashed(projectId, d.id, 'loop', loopCause(containers));
+    }
+  }
+
+  /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
+  private async restartRequested(): Promise<void> {
+    const { repos } = this.o.store;
+    for (const d of await repos.deployments.restartRequested()) {
+      if (!(await repos.deployments.takeRestartRequest(d.id, d.restart_requested_at))) continue;
+      const project = await repos.projects.byId(d.project_id);
+      if (project === undefined) continue;
+      this.o.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
+      await this.o.restart(project, d);
+    }
+  }
+
+  /** One step of a pass: its failure is logged (once per COMPLAIN_EVERY_MS) and the pass goes on. */
+  private async step<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      this.complain(`step:${what}`, { err }, `reconcile: ${what} failed; the next pass tries again`);
+      return undefined;
+    }
+  }
+
+  /** Logs a failure, unless the same one (`key`) was logged less than COMPLAIN_EVERY_MS ago. */
+  private complain(key: string, obj: object, msg: string): void {
+    const now = this.o.clock.now().getTime();
+    const last = this.complained.get(key);
+    if (last !== undefined && now - last < COMPLAIN_EVERY_MS) return;
+    this.complained.set(key, now);
+    this.o.log.error(obj, msg);
+  }
+
+  /** Failures logged long enough ago are logged again when they recur (and the map stays small). */
+  private forgetOldComplaints(): void {
+    const now = this.o.clock.now().getTime();
+    for (const [key, at] of this.complained) if (now - at >= COMPLAIN_EVERY_MS) this.complained.delete(key);
+  }
+}

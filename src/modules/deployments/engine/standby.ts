@@ -1,0 +1,25 @@
+import { iso } from '../../../domain/clock.js';
+import type { Engine } from '../../../domain/ports.js';
+import type { Runtime } from '../../../domain/runtime.js';
+import type { Deps } from '../../deps.js';
+import { databaseHealthOf } from '../../databases/health.js';
+import { instanceLabels, podsOf } from './containers.js';
+import { idleEngine } from '../deploy.service.js';
+
+/**
+ * The engine of a standby process (another one holds the deploy-engine lease): its status view
+ * reads the pods from the engine it reaches, and a restart is recorded on the deployment for the
+ * engine's next reconciler pass. Stops and route changes need nothing more: the reconciler
+ * follows the store.
+ */
+export function standbyEngine(runtime: Runtime, instanceId: string, deps: Pick<Deps, 'store' | 'clock'>): Engine {
+  return {
+    ...idleEngine,
+    pods: (projectId, deploymentId) => podsOf(runtime, instanceLabels(instanceId), projectId, deploymentId).catch(() => []),
+    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId).catch(() => null),
+    // The engine's reconciler runs it (Reconciler.pass).
+    restart: async (_project, deployment) => {
+      await deps.store.repos.deployments.requestRestart(deployment.id, iso(deps.clock.now()));
+    },
+  };
+}

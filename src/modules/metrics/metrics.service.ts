@@ -1,0 +1,65 @@
+import { iso } from '../../domain/clock.js';
+import type { Deps } from '../deps.js';
+import { resolveProject, type ProjectRef } from '../projects/resolve.js';
+import type { MetricsMinute } from '../../store/repositories/index.js';
+import type { Access } from '../tenancy/context.js';
+
+export type MetricsPeriod = '1h' | '24h' | '7d';
+
+export interface MetricsPoint {
+  start: string;
+  /** averages over the step */
+  cpu_millicores: number;
+  memory_bytes: number;
+  /** bytes over the step */
+  rx_bytes: number;
+  tx_bytes: number;
+}
+
+export interface MetricsView {
+  period: MetricsPeriod;
+  from: string;
+  to: string;
+  step_sec: number;
+  memory_limit_bytes: number | null;
+  points: MetricsPoint[];
+}
+
+/** One point per minute over an hour, per quarter hour over a day, per hour over a week. */
+const SHAPE: Record<MetricsPeriod, { spanMs: number; stepMs: number }> = {
+  '1h': { spanMs: 3_600_000, stepMs: 60_000 },
+  '24h': { spanMs: 86_400_000, stepMs: 900_000 },
+  '7d': { spanMs: 7 * 86_400_000, stepMs: 3_600_000 },
+};
+
+/** A project's resource history for charts (docs/uptime.md#resource-metrics), from the sampler's minutes in the store. */
+export class MetricsService {
+  constructor(private readonly deps: Deps) {}
+
+  async project(access: Access, projectSlug: ProjectRef, period: MetricsPeriod): Promise<MetricsView> {
+    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const { spanMs, stepMs } = SHAPE[period];
+    const now = this.deps.clock.now().getTime();
+    const from = Math.floor((now - spanMs) / stepMs) * stepMs;
+    const minutes = await this.deps.store.repos.metrics.since(project.id, iso(new Date(from)));
+    return { period, from: iso(new Date(from)), to: iso(new Date(now)), step_sec: stepMs / 1000, memory_limit_bytes: minutes.at(-1)?.memory_limit_bytes ?? null, points: bucket(minutes, stepMs) };
+  }
+}
+
+/** Minutes into steps: CPU and memory averaged over the minutes that have samples, bytes summed. */
+export function bucket(minutes: readonly MetricsMinute[], stepMs: number): MetricsPoint[] {
+  const steps = new Map<number, { cpu: number; memory: number; rx: number; tx: number; n: number }>();
+  for (const m of minutes) {
+    const start = Math.floor(Date.parse(m.minute) / stepMs) * stepMs;
+    const s = steps.get(start) ?? { cpu: 0, memory: 0, rx: 0, tx: 0, n: 0 };
+    s.cpu += m.cpu_millicores;
+    s.memory += m.memory_bytes;
+    s.rx += m.rx_bytes;
+    s.tx += m.tx_bytes;
+    s.n++;
+    steps.set(start, s);
+  }
+  return [...steps]
+    .sort(([a], [b]) => a - b)
+    .map(([start, s]) => ({ start: iso(new Date(start)), cpu_millicores: Math.round(s.cpu / s.n), memory_bytes: Math.round(s.memory / s.n), rx_bytes: s.rx, tx_bytes: s.tx }));
+}

@@ -1,0 +1,27 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Services } from '../../app/services.js';
+import { accessOf } from '../../http/auth.js';
+import { withWebhookOrigin } from '../../http/origin.js';
+import { ok } from '../../http/schemas.js';
+import * as s from './git.schema.js';
+
+export const gitRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { git } = services;
+  const path = '/api/workspaces/:slug/projects/:project_slug/git';
+
+  app.post(path, { schema: s.connectGit, config: { action: 'workspace.operate' } }, async (req, reply) =>
+    reply.code(201).send(ok(withWebhookOrigin(req, await git.connect(accessOf(req), req.params.project_slug, req.body)))),
+  );
+
+  app.put(path, { schema: s.updateGit, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(withWebhookOrigin(req, await git.update(accessOf(req), req.params.project_slug, req.body))),
+  );
+
+  app.delete(path, { schema: s.deleteGit, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(withWebhookOrigin(req, await git.disconnect(accessOf(req), req.params.project_slug))),
+  );
+
+  app.post(`${path}/webhook-secret`, { schema: s.rotateWebhookSecret, config: { action: 'workspace.operate' } }, async (req) =>
+    ok(withWebhookOrigin(req, await git.rotateWebhookSecret(accessOf(req), req.params.project_slug))),
+  );
+};

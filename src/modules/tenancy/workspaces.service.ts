@@ -1,0 +1,114 @@
+import { iso } from '../../domain/clock.js';
+import { conflict, forbidden, invalid } from '../../domain/errors.js';
+import { RESERVED_WORKSPACE_SLUGS } from '../../domain/slug.js';
+import { isUniqueViolation } from '../../store/dialects.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import { holdWorkspaceRoom } from './policy.js';
+import type { Access, Caller, WorkspaceRow } from './context.js';
+import type { Deps } from '../deps.js';
+import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
+
+/**
+ * A new workspace, with `ownerId` as its owner and a wallet holding the configured starting
+ * credit (when the owner is verified: docs/security.md, "Made-up users"), inside the caller's
+ * transaction. The one way a workspace is made: the API, the bootstrap and the test fixtures
+ * all come here. `countedFor`: the user whose `--max-workspaces-per-user` counts it (null: the
+ * bootstrap, which is not limited).
+ */
+export async function createWorkspace(
+  deps: Deps,
+  tx: Repositories,
+  input: { name: string; slug: string; ownerId: string; countedFor: string | null },
+): Promise<WorkspaceRow> {
+  const now = iso(deps.clock.now());
+  // An unverified address earns no credit; the repository grants it once per user.
+  const owner = await tx.users.byId(input.ownerId);
+  const credit = owner?.verified_at === null || owner === undefined ? 0 : deps.platform.startingCredit;
+  const workspace: WorkspaceRow = {
+    id: deps.ids.id(),
+    name: input.name,
+    slug: input.slug,
+    settings: JSON.stringify(DEFAULT_SETTINGS),
+    created_at: now,
+    updated_at: now,
+  };
+  await tx.workspaces.create({
+    workspace,
+    ownerId: input.ownerId,
+    creatorId: input.countedFor,
+    wallet: { currency: deps.platform.currency, credit, ledgerId: deps.ids.id() },
+  });
+  return workspace;
+}
+
+export class WorkspaceService {
+  constructor(private readonly deps: Deps) {}
+
+  /**
+   * The creator becomes the workspace's owner, in the same transaction, unless their address is
+   * not verified, or they already created as many workspaces as `--max-workspaces-per-user`
+   * allows (403, and nothing is written: no workspace, no wallet, no credit).
+   */
+  async create(caller: Caller, input: { name: string; slug: string }): Promise<WorkspaceView> {
+    if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
+      throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
+    }
+    let row: WorkspaceRow;
+    try {
+      row = await this.deps.store.transaction(async (tx) => {
+        await requireVerified(tx, caller.user.id);
+        await holdWorkspaceRoom(this.deps, tx, caller.user.id);
+        return createWorkspace(this.deps, tx, { name: input.name, slug: input.slug, ownerId: caller.user.id, countedFor: caller.user.id });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict(`A workspace with slug "${input.slug}" already exists.`);
+      throw err;
+    }
+    return workspaceView(row, 'owner');
+  }
+
+  async list(caller: Caller): Promise<WorkspaceView[]> {
+    const rows = await this.deps.store.repos.workspaces.ofMember(caller.user.id);
+    return rows.map(({ workspace, role }) => workspaceView(workspace, role));
+  }
+
+  get(access: Access): WorkspaceView {
+    return workspaceView(access.workspace, access.role);
+  }
+
+  async update(access: Access, input: { name?: string | undefined; settings?: Partial<WorkspaceSettings> | undefined }): Promise<WorkspaceView> {
+    const settings = { ...parseSettings(access.workspace.settings), ...(input.settings ?? {}) };
+    const patch = {
+      name: input.name ?? access.workspace.name,
+      settings: JSON.stringify(settings),
+      updated_at: iso(this.deps.clock.now()),
+    };
+    await this.deps.store.repos.workspaces.update(access.workspace.id, patch);
+    return workspaceView({ ...access.workspace, ...patch }, access.role);
+  }
+
+  /**
+   * Everything the workspace owns goes with it in one transaction: members, invitations and
+   * API keys (and, through the same foreign keys, every later resource) cascade from this row.
+   * The logs go after it (docs/logs.md#layout); if that fails, `logsLeft` hears of it and the
+   * next retention pass removes the logs of a workspace that is gone.
+   */
+  async delete(access: Access, logsLeft: (err: unknown) => void = () => undefined): Promise<WorkspaceView> {
+    await this.deps.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
+    await this.deps.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
+    return workspaceView(access.workspace, access.role);
+  }
+}
+
+/**
+ * A workspace of one's own takes a proven address: otherwise anyone who may invite could make
+ * users from invented addresses, each with a workspace and (before) its starting credit. Read in
+ * the transaction, not from the caller's cached row, so that a verification counts at once.
+ */
+async function requireVerified(tx: Repositories, userId: string): Promise<void> {
+  const user = await tx.users.byId(userId);
+  if (user === undefined || user.verified_at !== null) return;
+  throw forbidden(
+    `Your e-mail address ${user.email} is not verified, so you cannot create a workspace yet: redeem an invitation e-mailed to it (on an installation with SMTP), or ask the operator to run \`slipway admin verify-user --email ${user.email}\`.`,
+  );
+}
