@@ -1,6 +1,5 @@
-// The shape of src/ (docs/decisions.md): the domain owns the vocabulary and the ports and depends
-// on nothing else of Slipway's; the store only on the domain; projects/ and deploy/ do not depend
-// on each other both ways.
+// The shape of src/ (docs/architecture.md): dependencies point inward, app/ → modules/ → (http/,
+// adapters/, store/) → domain/; no import cycle between folders, type-only imports included.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,11 +24,85 @@ function importsOf(file: string): string[] {
 }
 
 const rel = (file: string) => relative(SRC, file);
-const area = (file: string) => rel(file).split('/')[0];
+
+/**
+ * The folder a file belongs to for the dependency rules: `modules/<m>` and `adapters/<a>` each
+ * count as one; `domain`, `store`, `http` and `app` are one each; a file at the top (main.ts) is its own.
+ */
+function folderOf(path: string): string {
+  const parts = path.split('/');
+  const [top = '', second] = parts;
+  if ((top === 'modules' || top === 'adapters') && parts.length > 2 && second !== undefined) return `${top}/${second}`;
+  return top;
+}
+
+const kind = (folder: string) => folder.split('/')[0] ?? folder;
 
 /** The import graph of src/ (non-test files), file to files. */
 function graph(): Map<string, string[]> {
   return new Map(sources(SRC).filter((f) => !f.endsWith('.test.ts')).map((f) => [f, importsOf(f)]));
+}
+
+/** Folder to folders, each edge with the first file import that makes it. */
+function folderGraph(g: Map<string, string[]>): Map<string, Map<string, string>> {
+  const edges = new Map<string, Map<string, string>>();
+  for (const [from, tos] of g) {
+    const a = folderOf(rel(from));
+    for (const to of tos) {
+      const b = folderOf(rel(to));
+      if (a === b) continue;
+      const out = edges.get(a) ?? new Map<string, string>();
+      if (!out.has(b)) out.set(b, `${rel(from)} -> ${rel(to)}`);
+      edges.set(a, out);
+    }
+  }
+  return edges;
+}
+
+/** Each cycle between folders, as the file imports that close it (one cycle per strongly connected group). */
+function folderCycles(edges: Map<string, Map<string, string>>): string[][] {
+  const nodes = new Set([...edges.keys(), ...[...edges.values()].flatMap((m) => [...m.keys()])]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const groups: string[][] = [];
+  let next = 0;
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of edges.get(v)?.keys() ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) ?? 0, low.get(w) ?? 0));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v) ?? 0, index.get(w) ?? 0));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const group: string[] = [];
+    for (let w = stack.pop(); w !== undefined; w = stack.pop()) {
+      onStack.delete(w);
+      group.push(w);
+      if (w === v) break;
+    }
+    if (group.length > 1) groups.push(group);
+  };
+  for (const v of nodes) if (!index.has(v)) visit(v);
+  // name the imports inside each group, so that the failure says which lines to change
+  return groups.map((group) =>
+    group.flatMap((a) => [...(edges.get(a) ?? new Map<string, string>())].filter(([b]) => group.includes(b)).map(([, why]) => why)).sort(),
+  );
+}
+
+/** Imports from files of folder kind `from` into folders of a kind not in `allowed`. */
+function outside(from: string, allowed: readonly string[]): string[] {
+  const g = graph();
+  return [...g].flatMap(([f, tos]) => {
+    if (kind(folderOf(rel(f))) !== from) return [];
+    return tos.filter((to) => !allowed.includes(kind(folderOf(rel(to))))).map((to) => `${rel(f)} -> ${rel(to)}`);
+  });
 }
 
 /** The files `from` reaches through imports, each with the path that reaches it. */
@@ -46,42 +119,44 @@ function reach(g: Map<string, string[]>, from: string): Map<string, string[]> {
   return paths;
 }
 
-/** Import paths that leave area `a`, enter area `b` and come back to `a`: a cycle between them. */
-function cyclesBetween(g: Map<string, string[]>, a: string, b: string): string[] {
-  const found: string[] = [];
-  for (const start of [...g.keys()].filter((f) => area(f) === a)) {
-    for (const [mid, toMid] of reach(g, start)) {
-      if (area(mid) !== b) continue;
-      const back = [...reach(g, mid)].find(([f]) => area(f) === a);
-      if (back !== undefined) found.push([...toMid, ...back[1].slice(1)].map(rel).join(' -> '));
-    }
-  }
-  return found;
-}
-
 describe('architecture of src/', () => {
   it('src/domain imports nothing else from src/', () => {
-    const domain = join(SRC, 'domain');
-    const outside = sources(domain).flatMap((f) => importsOf(f).filter((to) => !to.startsWith(`${domain}/`)).map((to) => `${rel(f)} -> ${rel(to)}`));
-    expect(outside).toEqual([]);
+    expect(outside('domain', ['domain'])).toEqual([]);
   });
 
   it('src/store imports nothing of Slipway but src/domain: the repositories know no service', () => {
-    const store = join(SRC, 'store');
-    const domain = join(SRC, 'domain');
-    const outside = sources(store).flatMap((f) =>
-      importsOf(f)
-        .filter((to) => !to.startsWith(`${store}/`) && !to.startsWith(`${domain}/`))
-        .map((to) => `${rel(f)} -> ${rel(to)}`),
-    );
-    expect(outside).toEqual([]);
+    expect(outside('store', ['store', 'domain'])).toEqual([]);
+  });
+
+  it('src/adapters import only src/domain (and each other)', () => {
+    expect(outside('adapters', ['adapters', 'domain'])).toEqual([]);
+  });
+
+  it('src/http imports only src/domain: the auth plugin reaches keys and members through ports', () => {
+    expect(outside('http', ['http', 'domain'])).toEqual([]);
+  });
+
+  it('src/modules import the domain, the store, http, the adapters and each other, never the composition root', () => {
+    expect(outside('modules', ['modules', 'domain', 'store', 'http', 'adapters'])).toEqual([]);
+  });
+
+  it('only main.ts imports the composition root', () => {
+    const g = graph();
+    const into = [...g].flatMap(([f, tos]) => {
+      const from = folderOf(rel(f));
+      if (from === 'app' || rel(f) === 'main.ts') return [];
+      return tos.filter((to) => folderOf(rel(to)) === 'app').map((to) => `${rel(f)} -> ${rel(to)}`);
+    });
+    expect(into).toEqual([]);
+  });
+
+  it('no import cycle between folders, type-only imports included', () => {
+    expect(folderCycles(folderGraph(graph()))).toEqual([]);
   });
 
   it('only the repositories query the store: no query is built outside src/store/', () => {
-    // the log stores keep their own database (logs.db, or their tables on PostgreSQL)
-    const ownStores = new Set(['logs/sqlite.log-store.ts', 'logs/postgres.log-store.ts']);
     const queries = sources(SRC)
-      .filter((f) => !f.endsWith('.test.ts') && area(f) !== 'store' && !ownStores.has(rel(f)))
+      .filter((f) => !f.endsWith('.test.ts') && folderOf(rel(f)) !== 'store')
       .flatMap((f) =>
         readFileSync(f, 'utf8')
           .split('\n')
@@ -90,30 +165,38 @@ describe('architecture of src/', () => {
     expect(queries).toEqual([]);
   });
 
-  it('no import path leads from projects/ to deploy/ and back', () => {
-    const g = graph();
-    expect(cyclesBetween(g, 'projects', 'deploy')).toEqual([]);
-    expect(cyclesBetween(g, 'deploy', 'projects')).toEqual([]);
+  it('every route plugin lives in its capability folder, beside its schema', () => {
+    const misplaced = sources(SRC)
+      .filter((f) => f.endsWith('.routes.ts'))
+      .filter((f) => kind(folderOf(rel(f))) !== 'modules')
+      .map(rel);
+    expect(misplaced).toEqual([]);
   });
 
-  it('slipway admin loads neither the server, the API nor the deploy engine', () => {
+  it('slipway admin loads neither the HTTP API nor the deploy engine', () => {
     const g = graph();
-    const heavy = ['server.ts', 'api/app.ts', 'deploy/orchestrator.ts'].map((p) => join(SRC, p));
-    const loaded = ['cli/admin.ts', 'cli/github.ts'].flatMap((cli) => {
-      const paths = reach(g, join(SRC, cli));
+    const heavy = ['app/server.ts', 'app/http.ts', 'modules/deployments/engine/orchestrator.ts'].map((p) => join(SRC, p));
+    const admin = sources(join(SRC, 'app/admin')).filter((f) => !f.endsWith('.test.ts'));
+    expect(admin.length).toBeGreaterThan(0);
+    const loaded = admin.flatMap((cli) => {
+      const paths = reach(g, cli);
       return heavy.flatMap((h) => (paths.has(h) ? [(paths.get(h) ?? []).map(rel).join(' -> ')] : []));
     });
     expect(loaded).toEqual([]);
   });
 
-  it('the cycle check sees a cycle through a third area', () => {
-    const f = (p: string) => join(SRC, p);
-    const g = new Map([
-      [f('projects/a.ts'), [f('deps.ts')]],
-      [f('deps.ts'), [f('deploy/b.ts')]],
-      [f('deploy/b.ts'), [f('projects/c.ts')]],
-      [f('projects/c.ts'), []],
+  it('the cycle check sees a cycle through a third folder, and the folder of a file is its capability', () => {
+    expect(folderOf('modules/deployments/engine/orchestrator.ts')).toBe('modules/deployments');
+    expect(folderOf('adapters/runtime/docker/engine.ts')).toBe('adapters/runtime');
+    expect(folderOf('main.ts')).toBe('main.ts');
+    const edges = new Map([
+      ['modules/projects', new Map([['modules/deps', 'modules/projects/a.ts -> modules/deps/x.ts']])],
+      ['modules/deps', new Map([['modules/deployments', 'modules/deps/x.ts -> modules/deployments/b.ts']])],
+      ['modules/deployments', new Map([['modules/projects', 'modules/deployments/b.ts -> modules/projects/c.ts']])],
+      ['store', new Map([['domain', 'store/db.ts -> domain/ids.ts']])],
     ]);
-    expect(cyclesBetween(g, 'projects', 'deploy')).toEqual(['projects/a.ts -> deps.ts -> deploy/b.ts -> projects/c.ts']);
+    expect(folderCycles(edges)).toEqual([
+      ['modules/deployments/b.ts -> modules/projects/c.ts', 'modules/deps/x.ts -> modules/deployments/b.ts', 'modules/projects/a.ts -> modules/deps/x.ts'],
+    ]);
   });
 });
