@@ -1,14 +1,52 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+// The tiers (docs/testing.md): `unit` needs neither PostgreSQL nor Docker and is run at every edit;
+// `store` (test/medium) runs on real SQLite and PostgreSQL (and Docker for the runtime conformance);
+// `e2e` runs the whole service with Docker, nginx and Git. `make test` runs the three at once.
+const SERVICES = ['test/global-setup.ts', 'test/factories/images.ts'];
+
+// Tests outside src/ that need no PostgreSQL, Docker, nginx, Git or child process: file checks and
+// clients against in-process fake servers. They run in the unit tier and nowhere else.
+const UNIT_ELSEWHERE = [
+  'test/medium/architecture.test.ts',
+  'test/medium/migrations.test.ts',
+  'test/medium/llm-analyzer.test.ts',
+  'test/medium/github-app.test.ts',
+  'test/medium/notify-channels.test.ts',
+  'test/medium/payment-gateways.test.ts',
+  'test/e2e/decisions.test.ts',
+  'test/e2e/docs.test.ts',
+];
+
+// Files at once, measured on a 2-core machine (docs/testing.md#workers): 3 overlaps the suites'
+// waits on Docker, processes and sleeps without starving the Docker suites. SLIPWAY_TEST_WORKERS
+// overrides it (the timings were taken that way); never fewer than one per core.
+const workers = Number(process.env['SLIPWAY_TEST_WORKERS'] ?? Math.max(3, availableParallelism()));
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    // The second builds the local busybox base image once and removes every labelled test resource at the end.
-    globalSetup: ['test/global-setup.ts', 'test/factories/images.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // Each file uses its own SQLite file and its own PostgreSQL database, so files run in parallel.
     fileParallelism: true,
+    maxWorkers: workers,
+    projects: [
+      {
+        extends: true,
+        // no global setup: no PostgreSQL check, no base image
+        test: { name: 'unit', include: ['src/**/*.test.ts', ...UNIT_ELSEWHERE] },
+      },
+      {
+        extends: true,
+        // the second builds the local busybox base image once and removes every labelled test resource at the end
+        test: { name: 'store', include: ['test/medium/**/*.test.ts'], exclude: UNIT_ELSEWHERE, globalSetup: SERVICES },
+      },
+      {
+        extends: true,
+        test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], exclude: UNIT_ELSEWHERE, globalSetup: SERVICES },
+      },
+    ],
   },
 });
