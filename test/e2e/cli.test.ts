@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { idSource, iso, systemClock, systemRandom } from '../../src/domain/clock.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { assertBuilt, freePort, killAll, runSlipway, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { serveArgs, startServed } from '../factories/served.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
 
 const KEYS = /svc_sk_[0-9a-f]{40}/g;
@@ -36,17 +37,10 @@ const mode = (file: string): number => statSync(file).mode & 0o777;
 const keysIn = (text: string): string[] => text.match(KEYS) ?? [];
 const storeArgs = (db: TestDatabase): string[] => ['--data-dir', db.dir, ...(db.kind === 'postgres' ? ['--database-url', db.url] : [])];
 
-interface Server {
-  proc: SlipwayProcess;
-  base: string;
-}
-
-async function serve(db: TestDatabase): Promise<Server> {
-  const port = await freePort();
-  const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port}`, ...storeArgs(db)]);
-  const base = `http://127.0.0.1:${port}`;
-  await waitHealthy(proc, base);
-  return { proc, base };
+/** `slipway serve` over the test's store (the shared fixture, served.ts), its API as `base`. */
+async function serve(db: TestDatabase): Promise<{ proc: SlipwayProcess; base: string }> {
+  const { proc, api } = await startServed({ database: db });
+  return { proc, base: api };
 }
 
 beforeAll(assertBuilt);
@@ -106,7 +100,7 @@ describe.each(STORE_KINDS)('bootstrap and admin create-user on %s', (kind) => {
     const secret = readFileSync(keyFile, 'utf8');
     rmSync(keyFile);
     const port = await freePort();
-    const r = await runSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, ...storeArgs(db)]);
+    const r = await runSlipway(serveArgs({ database: db, port }));
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`slipway: the secret key file ${keyFile} is missing, but the store holds values encrypted with it; restore the file (see docs/operations.md) instead of starting with a new key.\n`);
     expect(existsSync(keyFile)).toBe(false);
@@ -244,10 +238,7 @@ describe.each(STORE_KINDS)('payments on %s: the gateways off by default, the san
 
   it('with --payments sandbox every start logs one warning and the sandbox credits at once', { timeout: 90_000 }, async () => {
     for (const turnOn of [['--payments', 'sandbox'], []]) {
-      const port = await freePort();
-      const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, ...storeArgs(db), ...turnOn], turnOn.length === 0 ? { SLIPWAY_PAYMENTS: 'sandbox' } : {});
-      const base = `http://127.0.0.1:${port.toString()}`;
-      await waitHealthy(proc, base);
+      const { proc, api: base } = await startServed({ database: db, args: turnOn, env: turnOn.length === 0 ? { SLIPWAY_PAYMENTS: 'sandbox' } : {} });
       const warnings = sandboxWarnings(proc.stdout());
       expect(warnings).toHaveLength(1);
       expect(warnings[0]).toMatchObject({ level: 40, gateways: ['gatewaya', 'gatewayb'] });
@@ -345,10 +336,8 @@ describe('configuration errors', () => {
   });
 
   it('serves /metrics on the operator\'s loopback listener, not on the API (issue 26 item 8)', async () => {
-    const [port, metricsPort] = [await freePort(), await freePort()];
-    const base = `http://127.0.0.1:${port.toString()}`;
-    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, '--data-dir', mkdtempSync(join(dir, 'm-'))], { SLIPWAY_METRICS_LISTEN: `127.0.0.1:${metricsPort.toString()}` });
-    await waitHealthy(proc, base);
+    const metricsPort = await freePort();
+    const { proc, api: base } = await startServed({ dataDir: mkdtempSync(join(dir, 'm-')), env: { SLIPWAY_METRICS_LISTEN: `127.0.0.1:${metricsPort.toString()}` } });
     const onApi = await fetch(`${base}/metrics`);
     expect(onApi.status).toBe(404);
     expect(((await onApi.json()) as { error: string }).error).toMatch(/^Metrics are served to the operator only/);
@@ -373,13 +362,7 @@ describe('configuration errors', () => {
   });
 
   it('lets a flag win over its environment variable', async () => {
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port}`, '--log-level', 'warn', '--data-dir', mkdtempSync(join(dir, 'f-'))], {
-      SLIPWAY_LISTEN: 'bad',
-      SLIPWAY_LOG_LEVEL: 'loud',
-    });
-    await waitHealthy(proc, base);
+    const { proc } = await startServed({ dataDir: mkdtempSync(join(dir, 'f-')), args: ['--log-level', 'warn'], env: { SLIPWAY_LISTEN: 'bad', SLIPWAY_LOG_LEVEL: 'loud' } });
     expect(proc.exit()).toBeNull();
   });
 
@@ -396,9 +379,7 @@ describe('configuration errors', () => {
     } finally {
       blocker.close();
     }
-    const port = await freePort();
-    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${port.toString()}`, '--data-dir', data]);
-    await waitHealthy(proc, `http://127.0.0.1:${port.toString()}`);
+    const { proc } = await startServed({ dataDir: data });
     await waitFor('the bootstrap key on stdout', () => keysIn(proc.stdout())[0], proc);
     expect(readFileSync(join(data, 'bootstrap-key'), 'utf8')).toBe(`${keysIn(proc.stdout())[0] ?? 'missing'}\n`);
   });
