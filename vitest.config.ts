@@ -1,23 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.js';
+import { UNIT_ELSEWHERE } from './test/tiers.js';
 
 // The tiers (docs/testing.md): `unit` needs neither PostgreSQL nor Docker and is run at every edit;
 // `store` (test/medium) runs on real SQLite and PostgreSQL (and Docker for the runtime conformance);
 // `e2e` runs the whole service with Docker, nginx and Git. `make test` runs the three at once.
 const SERVICES = ['test/global-setup.ts', 'test/factories/images.ts'];
-
-// Tests outside src/ that need no PostgreSQL, Docker, nginx, Git or child process: file checks and
-// clients against in-process fake servers. They run in the unit tier and nowhere else.
-const UNIT_ELSEWHERE = [
-  'test/medium/architecture.test.ts',
-  'test/medium/migrations.test.ts',
-  'test/medium/llm-analyzer.test.ts',
-  'test/medium/github-app.test.ts',
-  'test/medium/notify-channels.test.ts',
-  'test/medium/payment-gateways.test.ts',
-  'test/e2e/decisions.test.ts',
-  'test/e2e/docs.test.ts',
-];
 
 // Files at once, measured on a 2-core machine (docs/testing.md#workers): 3 overlaps the suites'
 // waits on Docker, processes and sleeps without starving the Docker suites. SLIPWAY_TEST_WORKERS
@@ -32,6 +21,8 @@ export default defineConfig({
     // Each file uses its own SQLite file and its own PostgreSQL database, so files run in parallel.
     fileParallelism: true,
     maxWorkers: workers,
+    // the longest files first, across the tiers (test/sequencer.ts)
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
