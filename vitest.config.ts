@@ -8,10 +8,11 @@ import { UNIT_ELSEWHERE } from './test/tiers.js';
 // `e2e` runs the whole service with Docker, nginx and Git. `make test` runs the three at once.
 const SERVICES = ['test/global-setup.ts', 'test/factories/images.ts'];
 
-// Files at once, measured on a 2-core machine (docs/testing.md#workers): 3 overlaps the suites'
-// waits on Docker, processes and sleeps without starving the Docker suites. SLIPWAY_TEST_WORKERS
-// overrides it (the timings were taken that way); never fewer than one per core.
-const workers = Number(process.env['SLIPWAY_TEST_WORKERS'] ?? Math.max(3, availableParallelism()));
+// Files at once: one per core (docs/testing.md#workers). On a 2-core machine, 1 worker (vitest's
+// default there) took 19 minutes; 3 starved the Docker suites and the launcher's processes (the
+// 100-workspace deploy and cli-* timed out); 2 overlaps the suites' waits on Docker, processes and
+// sleeps without that. SLIPWAY_TEST_WORKERS overrides it (the timings were taken that way).
+const workers = Number(process.env['SLIPWAY_TEST_WORKERS'] ?? Math.max(2, availableParallelism()));
 
 export default defineConfig({
   test: {
