@@ -109,7 +109,11 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
   const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
-    deps,
+    repos: deps.store.repos,
+    dialect: deps.store.dialect,
+    clock: deps.clock,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     queue: services.queue,
     buildLog: services.buildLog,
     envVars: services.envVars,
@@ -221,7 +225,7 @@ async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
 async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), deps);
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**
@@ -275,7 +279,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const engine =
       config.engine === 'docker'
         ? await superviseEngine({
-            store: deps.store,
+            leases: deps.store.repos.leases,
             clock: deps.clock,
             ids: deps.ids,
             log: app.log,

@@ -64,7 +64,11 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router'), clock: s.deps.clock });
   const instance = await instanceId(s.store);
   const orchestrator = new Orchestrator({
-    deps: s.deps,
+    repos: s.store.repos,
+    dialect: s.store.dialect,
+    clock: s.deps.clock,
+    ids: s.deps.ids,
+    appsDomain: s.deps.platform.appsDomain,
     queue: s.services.queue,
     buildLog: s.services.buildLog,
     envVars: s.services.envVars,
