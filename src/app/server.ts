@@ -1,6 +1,7 @@
 import { engineContainers } from '../modules/billing/meter.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
+import { billingPolicy } from '../modules/billing/policy.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
 import { UptimeNotifier } from '../modules/uptime/notifier.js';
 import { CrashAlerts } from '../modules/uptime/crash-alerts.js';
@@ -144,7 +145,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   }
   const collector = await startCollector(config, deps, runtime, liveLogs, log);
   const databases = new DatabaseWorker({
-    store: deps.store,
+    repos: deps.store.repos,
     clock: deps.clock,
     ids: deps.ids,
     secrets: deps.secrets,
@@ -159,7 +160,16 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   });
   databases.start();
   services.databases.attach(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, labels));
+  const billing = new BillingWorker({
+    store: deps.store,
+    clock: deps.clock,
+    ids: deps.ids,
+    policy: billingPolicy(deps.platform),
+    mailer: deps.mailer,
+    work: allWork(services.deploys, services.databases),
+    log,
+    containers: engineContainers(runtime, labels),
+  });
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
   void crashes.watch(runtime, labels);
