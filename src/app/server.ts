@@ -106,8 +106,17 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const instance = await instanceId(deps.store);
   const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
-  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
-  const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
+  const notifier = new UptimeNotifier({
+    repos: deps.store.repos,
+    clock: deps.clock,
+    secrets: deps.secrets,
+    mailer: deps.mailer,
+    appsDomain: deps.platform.appsDomain,
+    routerPort: deps.platform.routerPort,
+    policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false },
+    log,
+  });
+  const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
   const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
     repos: deps.store.repos,
@@ -175,7 +184,11 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   void crashes.watch(runtime, labels);
   sampler.start();
   const checker = new UptimeChecker({
-    deps,
+    store: deps.store,
+    clock: deps.clock,
+    random: deps.random,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
