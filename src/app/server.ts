@@ -117,7 +117,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     log,
   });
   const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
+  const sampler = new ResourceSampler({ runtime, metrics: deps.store.repos.metrics, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
     repos: deps.store.repos,
     dialect: deps.store.dialect,
@@ -225,13 +225,13 @@ const loopbackOf = (host: string): string => (host === '' || host === '0.0.0.0' 
 /** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
 async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
   const writer = new LogWriter({
-    store: deps.logs,
+    logs: deps.logs,
     onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
     onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
   });
   const collector = new LogCollector({
     runtime,
-    store: deps.logs,
+    logs: deps.logs,
     writer,
     labels: instanceLabels(await instanceId(deps.store)),
     // a project's, or a managed database's (its server's lines are kept under its id)

@@ -103,8 +103,8 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   if (opts.logs === true) {
     collector = new LogCollector({
       runtime,
-      store: s.logStore,
-      writer: new LogWriter({ store: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      logs: s.logStore,
+      writer: new LogWriter({ logs: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
       labels: instanceLabels(instance),
       projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined || (await s.store.repos.databases.byId(id)) !== undefined,
       log: opts.log ?? quiet,
