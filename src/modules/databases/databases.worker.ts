@@ -30,7 +30,7 @@ export interface DatabaseWorkerOptions {
   /** this installation's labels (its instance): every container and volume carries them */
   labels: Readonly<Record<string, string>>;
   /** the workspace's network, created when missing (the deploy engine's, so that apps and databases share it) */
-  network(ws: { id: string; slug: string }): Promise<string>;
+  network: (ws: { id: string; slug: string }) => Promise<string>;
   /** published: Slipway reaches a database on its published port; network: on its address on the workspace network */
   upstreamMode: 'published' | 'network';
   log: DatabaseWorkerLog;

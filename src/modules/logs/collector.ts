@@ -18,7 +18,7 @@ export interface LogCollectorOptions {
   /** the labels every container of this installation carries (its instance label) */
   labels: Labels;
   /** false once a project is deleted: its containers wait for the reconciler, and their lines must not bring its logs back */
-  projectExists(projectId: string): Promise<boolean>;
+  projectExists: (projectId: string) => Promise<boolean>;
   log: CollectorLog;
   /** longer lines are cut to this many bytes and marked (default 16 KiB) */
   maxLineBytes?: number;

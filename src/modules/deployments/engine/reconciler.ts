@@ -24,7 +24,7 @@ export interface ReconcilerOptions {
   retention: Retention;
   log: EngineLog;
   /** a rolling restart, as the engine runs it for a request (Orchestrator.restart) */
-  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+  restart: (project: ProjectRow, deployment: DeploymentRow) => Promise<void>;
   /** told when a serving deployment starts crash-looping (a crash alert) */
   crashes?: CrashSink | undefined;
 }

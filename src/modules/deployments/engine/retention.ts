@@ -17,9 +17,9 @@ export interface RetentionOptions {
   /** how often the sweeps run (due()) */
   everyMs: number;
   /** a workspace network was removed (Slipway's container must join its successor again) */
-  forgetNetwork(name: string): void;
+  forgetNetwork: (name: string) => void;
   /** whether a network of this installation is named the current way (older versions named them `ws-<slug>`); default: all are */
-  currentNetwork?(name: string): boolean;
+  currentNetwork?: (name: string) => boolean;
 }
 
 /**
