@@ -1,6 +1,7 @@
 import { engineContainers } from '../modules/billing/meter.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
+import { billingPolicy } from '../modules/billing/policy.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
 import { UptimeNotifier } from '../modules/uptime/notifier.js';
 import { CrashAlerts } from '../modules/uptime/crash-alerts.js';
@@ -105,11 +106,24 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const instance = await instanceId(deps.store);
   const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
-  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
-  const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
+  const notifier = new UptimeNotifier({
+    repos: deps.store.repos,
+    clock: deps.clock,
+    secrets: deps.secrets,
+    mailer: deps.mailer,
+    appsDomain: deps.platform.appsDomain,
+    routerPort: deps.platform.routerPort,
+    policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false },
+    log,
+  });
+  const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
+  const sampler = new ResourceSampler({ runtime, metrics: deps.store.repos.metrics, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
-    deps,
+    repos: deps.store.repos,
+    dialect: deps.store.dialect,
+    clock: deps.clock,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     queue: services.queue,
     buildLog: services.buildLog,
     envVars: services.envVars,
@@ -140,7 +154,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   }
   const collector = await startCollector(config, deps, runtime, liveLogs, log);
   const databases = new DatabaseWorker({
-    store: deps.store,
+    repos: deps.store.repos,
     clock: deps.clock,
     ids: deps.ids,
     secrets: deps.secrets,
@@ -155,13 +169,26 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   });
   databases.start();
   services.databases.attach(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, labels));
+  const billing = new BillingWorker({
+    store: deps.store,
+    clock: deps.clock,
+    ids: deps.ids,
+    policy: billingPolicy(deps.platform),
+    mailer: deps.mailer,
+    work: allWork(services.deploys, services.databases),
+    log,
+    containers: engineContainers(runtime, labels),
+  });
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
   void crashes.watch(runtime, labels);
   sampler.start();
   const checker = new UptimeChecker({
-    deps,
+    store: deps.store,
+    clock: deps.clock,
+    random: deps.random,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
@@ -198,13 +225,13 @@ const loopbackOf = (host: string): string => (host === '' || host === '0.0.0.0' 
 /** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
 async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
   const writer = new LogWriter({
-    store: deps.logs,
+    logs: deps.logs,
     onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
     onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
   });
   const collector = new LogCollector({
     runtime,
-    store: deps.logs,
+    logs: deps.logs,
     writer,
     labels: instanceLabels(await instanceId(deps.store)),
     // a project's, or a managed database's (its server's lines are kept under its id)
@@ -221,7 +248,7 @@ async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
 async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), deps);
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**
@@ -275,7 +302,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const engine =
       config.engine === 'docker'
         ? await superviseEngine({
-            store: deps.store,
+            leases: deps.store.repos.leases,
             clock: deps.clock,
             ids: deps.ids,
             log: app.log,

@@ -81,7 +81,7 @@ export function createServices(deps: Deps, onLogsStored: (projectId: string) => 
     engine,
     envVars,
     domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
-    uptime: new UptimeService(deps, new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: silent })),
+    uptime: new UptimeService(deps, new UptimeNotifier({ repos: deps.store.repos, clock: deps.clock, secrets: deps.secrets, mailer: deps.mailer, appsDomain: deps.platform.appsDomain, routerPort: deps.platform.routerPort, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: silent })),
     logs: new LogService(deps),
     databases,
     templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
