@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { GATEWAYS } from './gateways/gateway.js';
-import { authErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const tags = ['Wallet'];
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -20,6 +20,7 @@ export const Wallet = Type.Object(
 );
 
 export const getWallet = {
+  operationId: 'getWallet',
   tags,
   summary: "The workspace wallet: balance (minor units), currency, alert threshold, what is metered and not yet billed",
   params: SlugParams,
@@ -27,11 +28,12 @@ export const getWallet = {
 };
 
 export const setAlertThreshold = {
+  operationId: 'setWalletAlertThreshold',
   tags,
   summary: 'Set the low-balance alert threshold, in minor units (owner/admin)',
   params: SlugParams,
   body: Type.Object({ threshold: Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 }) }, { additionalProperties: false }),
-  response: { 200: Envelope(Type.Object({ threshold: Type.Integer() }, { additionalProperties: false })), ...authErrors },
+  response: { 200: Envelope(Type.Object({ threshold: Type.Integer() }, { additionalProperties: false })), ...authErrors, ...bodyErrors },
 };
 
 const Transaction = Type.Object(
@@ -49,6 +51,7 @@ const Transaction = Type.Object(
 );
 
 export const listTransactions = {
+  operationId: 'listWalletTransactions',
   tags,
   summary: 'The ledger, newest first: every balance change is one row; usage is one row per hour (owner/admin)',
   params: SlugParams,
@@ -76,6 +79,7 @@ const Payment = Type.Object(
 );
 
 export const listPayments = {
+  operationId: 'listWalletPayments',
   tags,
   summary: 'Top-ups, newest first (owner/admin)',
   params: SlugParams,
@@ -99,6 +103,7 @@ const UsageLine = Type.Object(
 );
 
 export const getUsage = {
+  operationId: 'getWalletUsage',
   tags,
   summary: 'Usage of the current calendar month (UTC) by resource, unit prices, total and the projection to the end of the month',
   params: SlugParams,
@@ -140,6 +145,7 @@ const Topup = Envelope(
 const currency = Type.Optional(Type.String({ minLength: 1, maxLength: 8, description: 'ISO 4217; must be the wallet\'s currency (the default).' }));
 
 export const topupA = {
+  operationId: 'topUpWalletGatewayA',
   tags,
   summary: 'Top up through gatewaya (Stripe Checkout): amount in MAJOR units, 10 = 10.00 USD (owner/admin)',
   description:
@@ -147,10 +153,11 @@ export const topupA = {
     'Without Stripe keys the path is off (503 naming the settings), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive number of major units, like 10 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
+  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const topupB = {
+  operationId: 'topUpWalletGatewayB',
   tags,
   summary: 'Top up through gatewayb (Paystack): amount in MINOR units, 1000 = 10.00 USD (owner/admin)',
   description:
@@ -158,10 +165,11 @@ export const topupB = {
     'Without a Paystack key the path is off (503 naming the setting), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive whole number of minor units, like 1000 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
+  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const paymentWebhook = {
+  operationId: 'receivePaymentWebhook',
   tags: ['Webhooks'],
   summary: 'A payment gateway\'s signed webhook: confirms a top-up (no API key)',
   description:

@@ -25,6 +25,7 @@ export const Deployment = Type.Object(
 const tags = ['Deployments'];
 
 export const listDeployments = {
+  operationId: 'listDeployments',
   tags,
   summary: 'List deployments, newest first',
   params: ProjectParams,
@@ -41,6 +42,7 @@ export const listDeployments = {
 };
 
 export const getDeployment = {
+  operationId: 'getDeployment',
   tags,
   summary: 'Get a deployment',
   params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),

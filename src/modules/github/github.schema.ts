@@ -19,6 +19,7 @@ export const Installation = Type.Object(
 );
 
 export const startLink = {
+  operationId: 'startGitHubLink',
   tags,
   summary: 'Start linking a GitHub App installation to the workspace (owner/admin)',
   description:
@@ -43,6 +44,7 @@ export const startLink = {
 };
 
 export const setup = {
+  operationId: 'completeGitHubSetup',
   tags,
   summary: "The GitHub App's setup URL: links the installation named by GitHub's redirect (no API key)",
   description:
@@ -68,6 +70,7 @@ export const setup = {
 };
 
 export const listInstallations = {
+  operationId: 'listGitHubInstallations',
   tags,
   summary: 'List the GitHub App installations linked to the workspace',
   params: SlugParams,
@@ -75,6 +78,7 @@ export const listInstallations = {
 };
 
 export const unlinkInstallation = {
+  operationId: 'unlinkGitHubInstallation',
   tags,
   summary: 'Unlink a GitHub App installation (owner/admin): later builds that name it fail without cloning',
   params: Type.Object({ slug: Type.String(), installation_id: InstallationIdString }),

@@ -34,6 +34,7 @@ const filters = {
 };
 
 export const queryLogs = {
+  operationId: 'queryProjectLogs',
   tags,
   summary: 'Query the project\'s logs, one page at a time (newest first by default)',
   params: ProjectParams,
@@ -52,6 +53,7 @@ export const queryLogs = {
 };
 
 export const downloadLogs = {
+  operationId: 'downloadProjectLogs',
   tags,
   summary: 'Download the project\'s logs as gzip-compressed NDJSON (oldest first by default)',
   params: ProjectParams,
@@ -67,6 +69,7 @@ export const downloadLogs = {
 };
 
 export const logUsage = {
+  operationId: 'getProjectLogUsage',
   tags,
   summary: 'Log storage of the project',
   params: ProjectParams,
@@ -90,6 +93,7 @@ export const logUsage = {
 
 export const queryDatabaseLogs = {
   ...queryLogs,
+  operationId: 'queryDatabaseLogs',
   summary: 'Query what a managed database\'s server printed, one page at a time (newest first by default)',
   params: Type.Object({ slug: Type.String(), db_slug: Type.String() }),
 };

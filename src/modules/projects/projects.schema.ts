@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { PROJECT_STATUSES } from '../../domain/project.js';
 import { DECIMAL_PATTERN } from './resources.js';
-import { authErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const Decimal = (what: string, example: string) =>
   Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });
@@ -92,14 +92,16 @@ const CreateBody = Type.Object(
 const tags = ['Projects'];
 
 export const createProject = {
+  operationId: 'createProject',
   tags,
   summary: 'Create a project (status pending); its slug derives from the name',
   params: SlugParams,
   body: CreateBody,
-  response: { 201: Envelope(Project), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(Project), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const listProjects = {
+  operationId: 'listProjects',
   tags,
   summary: 'List the projects of a workspace',
   params: SlugParams,
@@ -107,6 +109,7 @@ export const listProjects = {
 };
 
 export const getProject = {
+  operationId: 'getProject',
   tags,
   summary: 'Get a project, with its Git connection',
   params: ProjectParams,
@@ -114,14 +117,16 @@ export const getProject = {
 };
 
 export const updateProject = {
+  operationId: 'updateProject',
   tags,
   summary: 'Change a project (the slug stays when the name changes)',
   params: ProjectParams,
   body: Type.Partial(CreateBody, { additionalProperties: false, minProperties: 1 }),
-  response: { 200: Envelope(Project), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+  response: { 200: Envelope(Project), ...authErrors, ...bodyErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const deleteProject = {
+  operationId: 'deleteProject',
   tags,
   summary: 'Delete a project and everything under it',
   params: ProjectParams,
@@ -129,6 +134,7 @@ export const deleteProject = {
 };
 
 export const projectStatus = {
+  operationId: 'getProjectStatus',
   tags,
   summary: "A project's pods, resource use and latest deployment",
   params: ProjectParams,
@@ -136,6 +142,7 @@ export const projectStatus = {
 };
 
 export const projectMetrics = {
+  operationId: 'getProjectMetrics',
   tags,
   summary: "A project's CPU, memory and network over the last hour (per minute), day (per 15 minutes) or week (per hour), for charts",
   params: ProjectParams,

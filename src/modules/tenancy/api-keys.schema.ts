@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { authErrors, Envelope, Name, SlugParams, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, Name, SlugParams, Timestamp } from '../../http/schemas.js';
 
 const keyFields = {
   id: Type.String(),
@@ -20,6 +20,7 @@ export const CreatedApiKey = Type.Object(
 const tags = ['API keys'];
 
 export const createApiKey = {
+  operationId: 'createApiKey',
   tags,
   summary: 'Create an API key for the caller; the full key is returned only here',
   params: SlugParams,
@@ -27,10 +28,11 @@ export const createApiKey = {
     { name: Name, expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, default: 90 })) },
     { additionalProperties: false },
   ),
-  response: { 201: Envelope(CreatedApiKey), ...authErrors },
+  response: { 201: Envelope(CreatedApiKey), ...authErrors, ...bodyErrors },
 };
 
 export const listApiKeys = {
+  operationId: 'listApiKeys',
   tags,
   summary: "List API keys: everyone's for owners and admins, one's own for members",
   params: SlugParams,
@@ -38,6 +40,7 @@ export const listApiKeys = {
 };
 
 export const revokeApiKey = {
+  operationId: 'revokeApiKey',
   tags,
   summary: "Revoke an API key (one's own; anyone's for owners and admins)",
   params: Type.Object({ slug: Type.String(), key_id: Type.String() }),

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { authErrors, Email, Envelope, ErrorEnvelope, Name, RoleSchema, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Email, Envelope, ErrorEnvelope, Name, RoleSchema, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 import { Workspace } from './workspaces.schema.js';
 
 const invitationFields = {
@@ -28,14 +28,16 @@ export const CreatedInvitation = Type.Object(
 const tags = ['Invitations'];
 
 export const createInvitation = {
+  operationId: 'createInvitation',
   tags,
   summary: 'Invite someone by e-mail (owner/admin); the token is e-mailed (SMTP) or, without SMTP, returned only here',
   params: SlugParams,
   body: Type.Object({ email: Email, role: RoleSchema }, { additionalProperties: false }),
-  response: { 201: Envelope(CreatedInvitation), ...authErrors, 409: ErrorEnvelope, 502: ErrorEnvelope },
+  response: { 201: Envelope(CreatedInvitation), ...authErrors, ...bodyErrors, 409: ErrorEnvelope, 502: ErrorEnvelope },
 };
 
 export const listInvitations = {
+  operationId: 'listInvitations',
   tags,
   summary: 'List the invitations of a workspace (owner/admin)',
   params: SlugParams,
@@ -43,6 +45,7 @@ export const listInvitations = {
 };
 
 export const deleteInvitation = {
+  operationId: 'deleteInvitation',
   tags,
   summary: 'Revoke an invitation (owner/admin)',
   params: Type.Object({ slug: Type.String(), id: Type.String() }),
@@ -50,6 +53,7 @@ export const deleteInvitation = {
 };
 
 export const acceptInvitation = {
+  operationId: 'acceptInvitation',
   tags,
   summary:
     'Redeem an invitation token: a new user needs no API key and gets a first one; an existing user sends their own key in X-API-Key and gets none',
@@ -77,5 +81,6 @@ export const acceptInvitation = {
     404: ErrorEnvelope,
     409: ErrorEnvelope,
     429: ErrorEnvelope,
+    ...bodyErrors,
   },
 };

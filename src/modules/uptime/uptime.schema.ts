@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { UPTIME_STATUSES } from '../../domain/uptime.js';
-import { authErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -22,6 +22,7 @@ export const UptimeMonitor = Type.Object(
 const tags = ['Uptime'];
 
 export const getUptime = {
+  operationId: 'getUptimeMonitor',
   tags,
   summary: 'Get the uptime monitor of a project (defaults until it is first set)',
   params: ProjectParams,
@@ -29,6 +30,7 @@ export const getUptime = {
 };
 
 export const updateUptime = {
+  operationId: 'updateUptimeMonitor',
   tags,
   summary: 'Change the uptime monitor settings of a project; fields not sent are kept',
   params: ProjectParams,
@@ -59,12 +61,13 @@ export const updateUptime = {
     },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(UptimeMonitor), ...authErrors },
+  response: { 200: Envelope(UptimeMonitor), ...authErrors, ...bodyErrors },
 };
 
 const Num = Nullable(Type.Number());
 
 export const uptimeHistory = {
+  operationId: 'getUptimeHistory',
   tags,
   summary: 'Availability, response-time percentiles, a series and the incidents of the last 24 hours, 7 or 30 days',
   params: ProjectParams,
@@ -96,6 +99,7 @@ const Delivery = Type.Object(
 );
 
 export const uptimeNotifications = {
+  operationId: 'listUptimeNotifications',
   tags,
   summary: 'The delivery log of the monitor\'s notifications, newest first',
   params: ProjectParams,
@@ -132,6 +136,7 @@ export const uptimeNotifications = {
 };
 
 export const uptimeTest = {
+  operationId: 'sendUptimeTestNotification',
   tags,
   summary: 'Send a test notification to the chat webhook and the e-mail address now, and answer what each returned',
   params: ProjectParams,
