@@ -18,7 +18,7 @@ import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../facto
 import { ensureBaseImage, ensureDatabaseImages, releaseTestRun } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 import { inProgress } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
 
 const HOST = 'hello-default.localhost';

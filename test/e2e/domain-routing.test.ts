@@ -5,7 +5,7 @@
 // The reconciler runs rarely here, so that nothing but the fix itself can take routes down.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainView } from '../../src/modules/domains/domains.service.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { deployAndSettle } from '../factories/deployments.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';

@@ -9,7 +9,7 @@ import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { INSTANCE_LABEL, instanceLabels, workspaceNetworkName } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { deployAndSettle } from '../factories/deployments.js';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseView } from '../../src/modules/databases/databases.service.js';
 import type { EnvVarView } from '../../src/modules/env/env.service.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { CatalogView } from '../../src/modules/templates/catalog.js';
 import type { TemplateInstanceView } from '../../src/modules/templates/templates.service.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
@@ -154,10 +154,10 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     expect(again.body.data?.find((v) => v.key === 'API_KEY')).toMatchObject({ is_secret: true });
     expect((await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'bad key', value: 'x' }] })).status).toBe(400);
     expect((await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'A', value: '1' }, { key: 'A', value: '2' }] })).body.error).toBe('The variable "A" is given twice.');
-    const queued = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    const queued = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(queued.status, queued.text).toBe(202);
     expect(queued.body.data).toMatchObject({ status: 'queued', source: 'template', image: 'slipway-test/tpl-hello:1.0' });
-    const list = await s.request<{ deployments: DeploymentView[]; total: number }>('GET', `${one}/deployments?page=1&limit=5`, { key: w.member.key });
+    const list = await s.request<{ deployments: Deployment[]; total: number }>('GET', `${one}/deployments?page=1&limit=5`, { key: w.member.key });
     expect(list.body.data?.total).toBe(1);
     expect((await s.request('GET', `${one}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).status).toBe(200);
     // removing a required variable makes the next deploy refused again
@@ -168,7 +168,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     expect((await s.request('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'docker' } })).status).toBe(400);
     // build mode connects the instance to the template's source and queues a build
     await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'GREETING', value: 'Hi' }] });
-    const built = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
+    const built = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
     expect(built.status, built.text).toBe(202);
     expect(built.body.data).toMatchObject({ status: 'queued', source: 'git', branch: 'main', image: null });
     const git = await s.store.repos.gitConnections.of((await s.store.repos.projects.inWorkspace(w.id, 'needs-env'))?.id ?? '');

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../domain/deployment.js';
 import { authErrors, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
@@ -21,6 +21,7 @@ export const Deployment = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Deployment = Static<typeof Deployment>;
 
 const tags = ['Deployments'];
 

@@ -1,11 +1,12 @@
 import { notFound } from '../../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import { deploymentView, type DeploymentView } from '../projects/views.js';
+import type { Deployment } from './deployments.schema.js';
+import { deploymentView } from '../projects/views.js';
 import type { Access } from '../tenancy/context.js';
 
 export interface DeploymentPage {
-  deployments: DeploymentView[];
+  deployments: Deployment[];
   total: number;
   page: number;
   limit: number;
@@ -23,7 +24,7 @@ export class DeploymentService {
     return { deployments: rows.map(deploymentView), total, page, limit };
   }
 
-  async get(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
+  async get(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.deployments.find(project.id, id);

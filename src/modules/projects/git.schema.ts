@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../http/schemas.js';
 import { GitConnection } from './projects.schema.js';
 
@@ -8,7 +8,12 @@ const WebhookSecret = Type.String({
 });
 
 /** The connection with its secret: one closed object (an allOf of two closed ones would admit no instance). */
-const NewGitConnection = Type.Object({ ...GitConnection.properties, webhook_secret: WebhookSecret }, { additionalProperties: false });
+export const NewGitConnection = Type.Object({ ...GitConnection.properties, webhook_secret: WebhookSecret }, { additionalProperties: false });
+export type NewGitConnection = Static<typeof NewGitConnection>;
+
+/** What `POST …/git/webhook-secret` answers: the new secret, shown this once. */
+export const RotatedWebhookSecret = Type.Object({ webhook_url: Type.String(), webhook_secret: WebhookSecret }, { additionalProperties: false });
+export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecret>;
 
 /** `owner/repository` as GitHub spells them; `.` and `..` are not names. */
 const RepoFullName = Type.String({
@@ -86,7 +91,7 @@ export const rotateWebhookSecret = {
   description: 'Answers the new secret once, with the webhook URL. Also makes the first secret of a connection created before per-connection secrets.',
   params: ProjectParams,
   response: {
-    200: Envelope(Type.Object({ webhook_url: Type.String(), webhook_secret: WebhookSecret }, { additionalProperties: false })),
+    200: Envelope(RotatedWebhookSecret),
     ...authErrors,
   },
 };

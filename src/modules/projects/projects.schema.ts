@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { PROJECT_STATUSES } from '../../domain/project.js';
 import { DECIMAL_PATTERN } from './resources.js';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
@@ -31,6 +31,7 @@ export const GitConnection = Type.Object(
   },
   { additionalProperties: false },
 );
+export type GitConnection = Static<typeof GitConnection>;
 
 export const Project = Type.Object(
   {
@@ -50,6 +51,7 @@ export const Project = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Project = Static<typeof Project>;
 
 const Usage = Type.Object({ used: Type.String(), limit: Type.String() }, { additionalProperties: false });
 
@@ -77,6 +79,7 @@ export const ProjectStatus = Type.Object(
   },
   { additionalProperties: false },
 );
+export type ProjectStatus = Static<typeof ProjectStatus>;
 
 const CreateBody = Type.Object(
   {

@@ -2,26 +2,15 @@ import type { Platform } from '../deps.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { DeploymentRow, GitConnectionsTable } from '../../store/schema.js';
 import { toNumber } from '../../store/dialects.js';
+import type { Deployment } from '../deployments/deployments.schema.js';
+import type { GitConnection, Project } from './projects.schema.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
-
-export interface GitView {
-  repo_full_name: string;
-  branch: string;
-  installation_id: number;
-  auto_deploy: boolean;
-  dockerfile_path: string;
-  root_dir: string;
-  created_at: string;
-  updated_at: string;
-  /** where this connection's repository webhook delivers; its secret is shown only when made */
-  webhook_url: string | null;
-}
 
 /** `POST /api/webhooks/github/<id>`, under --public-url when it is set, else the path alone. */
 export const webhookUrl = (webhookId: string | null, platform: Pick<Platform, 'publicUrl'>): string | null =>
   webhookId === null ? null : `${(platform.publicUrl ?? '').replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
 
-export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitView => ({
+export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitConnection => ({
   repo_full_name: row.repo_full_name,
   branch: row.branch,
   installation_id: toNumber(row.installation_id),
@@ -33,23 +22,7 @@ export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publ
   webhook_url: webhookUrl(row.webhook_id, platform),
 });
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  slug: string;
-  status: ProjectRecord['status'];
-  port: number;
-  replicas: number;
-  cpu: string;
-  ram: string;
-  default_domain: string;
-  url: string;
-  git: GitView | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
+export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): Project {
   const domain = defaultDomain(row, platform.appsDomain);
   return {
     id: row.id,
@@ -69,9 +42,7 @@ export function projectView(row: ProjectRecord, _workspaceSlug: string, platform
 }
 
 /** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
-export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts' | 'restart_requested_at' | 'require_head'>;
-
-export const deploymentView = (row: DeploymentRow): DeploymentView => ({
+export const deploymentView = (row: DeploymentRow): Deployment => ({
   id: row.id,
   project_id: row.project_id,
   status: row.status,

@@ -10,7 +10,8 @@ import type { EnvService } from '../env/env.service.js';
 import type { GitService } from '../projects/git.service.js';
 import type { ProjectPatch, ProjectService } from '../projects/projects.service.js';
 import { resolveProject, templateRef } from '../projects/resolve.js';
-import { projectView, type DeploymentView } from '../projects/views.js';
+import type { Deployment } from '../deployments/deployments.schema.js';
+import { projectView } from '../projects/views.js';
 import type { Access } from '../tenancy/context.js';
 import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
 
@@ -174,7 +175,7 @@ export class TemplateService {
    * deploy pipeline (its Git connection made or brought in line with the catalog first). Every
    * required variable must have a value first (400 naming each missing one).
    */
-  async deploy(access: Access, slug: string, mode: DeployMode): Promise<DeploymentView> {
+  async deploy(access: Access, slug: string, mode: DeployMode): Promise<Deployment> {
     const ref = templateRef(slug);
     const row = await resolveProject(this.deps.store.repos, access, ref);
     const entry = this.catalog.get(row.template_name ?? '');
@@ -195,7 +196,7 @@ export class TemplateService {
   }
 
   /** Stops what it serves (its running deployment). */
-  stop(access: Access, slug: string): Promise<DeploymentView> {
+  stop(access: Access, slug: string): Promise<Deployment> {
     return this.deploys.stopServing(access, templateRef(slug));
   }
 

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Envelope, Name, SlugParams, Timestamp } from '../../http/schemas.js';
 
 const keyFields = {
@@ -12,10 +12,12 @@ const keyFields = {
 };
 
 export const ApiKey = Type.Object(keyFields, { additionalProperties: false });
+export type ApiKey = Static<typeof ApiKey>;
 export const CreatedApiKey = Type.Object(
   { ...keyFields, key: Type.String({ description: 'The full key, `svc_sk_` + 40 hex; returned only here.' }) },
   { additionalProperties: false },
 );
+export type CreatedApiKey = Static<typeof CreatedApiKey>;
 
 const tags = ['API keys'];
 

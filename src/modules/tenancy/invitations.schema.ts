@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Email, Envelope, ErrorEnvelope, Name, RoleSchema, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 import { Workspace } from './workspaces.schema.js';
 
@@ -12,6 +12,7 @@ const invitationFields = {
 };
 
 export const Invitation = Type.Object(invitationFields, { additionalProperties: false });
+export type Invitation = Static<typeof Invitation>;
 export const CreatedInvitation = Type.Object(
   {
     ...invitationFields,
@@ -24,6 +25,21 @@ export const CreatedInvitation = Type.Object(
   },
   { additionalProperties: false },
 );
+export type CreatedInvitation = Static<typeof CreatedInvitation>;
+
+/** The key fields only for a user created by this acceptance (docs/decisions.md#invitations). */
+export const AcceptedInvitation = Type.Object(
+  {
+    user_id: Type.String(),
+    workspace: Workspace,
+    role: RoleSchema,
+    key: Type.Optional(Type.String({ description: 'Only for a user created by this acceptance: the first API key, shown once.' })),
+    key_prefix: Type.Optional(Type.String()),
+    expires_at: Type.Optional(Timestamp),
+  },
+  { additionalProperties: false },
+);
+export type AcceptedInvitation = Static<typeof AcceptedInvitation>;
 
 const tags = ['Invitations'];
 
@@ -63,19 +79,7 @@ export const acceptInvitation = {
     { additionalProperties: false },
   ),
   response: {
-    201: Envelope(
-      Type.Object(
-        {
-          user_id: Type.String(),
-          workspace: Workspace,
-          role: RoleSchema,
-          key: Type.Optional(Type.String({ description: 'Only for a user created by this acceptance: the first API key, shown once.' })),
-          key_prefix: Type.Optional(Type.String()),
-          expires_at: Type.Optional(Timestamp),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    201: Envelope(AcceptedInvitation),
     400: ErrorEnvelope,
     401: ErrorEnvelope,
     404: ErrorEnvelope,

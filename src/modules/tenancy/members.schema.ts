@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, RoleSchema, SlugParams, StringEnum } from '../../http/schemas.js';
 
 export const Member = Type.Object(
@@ -15,6 +15,7 @@ export const Member = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Member = Static<typeof Member>;
 
 const MemberParams = Type.Object({ slug: Type.String(), user_id: Type.String() });
 const tags = ['Members'];

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, RoleSchema, Slug, SlugParams, Timestamp } from '../../http/schemas.js';
 
 export const WorkspaceSettings = Type.Object(
@@ -9,6 +9,7 @@ export const WorkspaceSettings = Type.Object(
   },
   { additionalProperties: false },
 );
+export type WorkspaceSettings = Static<typeof WorkspaceSettings>;
 
 export const Workspace = Type.Object(
   {
@@ -23,6 +24,7 @@ export const Workspace = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Workspace = Static<typeof Workspace>;
 
 const tags = ['Workspaces'];
 
