@@ -13,7 +13,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseDetailView } from '../../src/modules/databases/databases.service.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
-import type { TemplateInstanceView } from '../../src/modules/templates/templates.service.js';
+import type { TemplateInstance } from '../../src/modules/templates/templates.schema.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage, ensureDatabaseImages, RUN_LABEL, testRunId } from '../factories/images.js';
 import { openStream } from '../factories/stream-client.js';
@@ -80,7 +80,7 @@ describe('template instances on the engine', () => {
 
   it('instantiates, deploys the image and a build, serves at its domains, streams its logs, keeps its volume, stops, and goes with everything it owns', async () => {
     const { s, w, engine } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'site', template_name: 'hello-template' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'site', template_name: 'hello-template' } });
     expect(made.status, made.text).toBe(201);
     const inst = made.body.data;
     if (inst === undefined) throw new Error('no instance');
@@ -141,7 +141,7 @@ describe('template instances on the engine', () => {
     const stopped = await s.request<Deployment>('POST', `${one}/stop`, { key: w.member.key });
     expect(stopped.status, stopped.text).toBe(200);
     expect(stopped.body.data?.status).toBe('stopped');
-    expect((await s.request<TemplateInstanceView>('GET', one, { key: w.member.key })).body.data?.status).toBe('stopped');
+    expect((await s.request<TemplateInstance>('GET', one, { key: w.member.key })).body.data?.status).toBe('stopped');
     await until('the router to stop serving it', async () => ((await viaRouter(engine.routerPort, inst.default_domain)).status !== 200 ? true : undefined));
 
     // delete: containers, data volume, routes and logs go
@@ -161,7 +161,7 @@ describe('template instances on the engine', () => {
 
   it('provisions the PostgreSQL database a template declares, wires it, and deletes it with the instance', async () => {
     const { s, w, engine } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'notes', template_name: 'hello-postgres' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'notes', template_name: 'hello-postgres' } });
     expect(made.status, made.text).toBe(201);
     expect(made.body.data?.databases).toEqual(['notes']);
     const db = await until('its database to run', async () => {
@@ -185,13 +185,13 @@ describe('template instances on the engine', () => {
 
   it('fails a deploy readably when the catalog image is neither here nor pullable (this host reaches no registry)', async () => {
     const { s, w } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } });
     expect(made.status, made.text).toBe(201);
     const queued = await s.request<Deployment>('POST', `${api()}/kuma/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(queued.status, queued.text).toBe(202);
     const d = await settled('kuma', queued.body.data?.id ?? '');
     expect(d.status).toBe('failed');
     expect(d.error).toMatch(/^The image louislam\/uptime-kuma:\S+ is not on this host and cannot be pulled: .+/);
-    expect((await s.request<TemplateInstanceView>('GET', `${api()}/kuma`, { key: w.member.key })).body.data?.status).toBe('failed');
+    expect((await s.request<TemplateInstance>('GET', `${api()}/kuma`, { key: w.member.key })).body.data?.status).toBe('failed');
   }, 300_000);
 });

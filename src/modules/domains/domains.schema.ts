@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
 
 export const Domain = Type.Object(
@@ -29,6 +29,7 @@ export const Domain = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Domain = Static<typeof Domain>;
 
 const DomainParams = Type.Object({ slug: Type.String(), project_slug: Type.String(), domain_id: Type.String() });
 const tags = ['Domains'];

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { ENV_KEY_PATTERN, MAX_BULK_VARIABLES, MAX_ENV_KEY_LENGTH, MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env.service.js';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
 
@@ -29,6 +29,7 @@ export const EnvVar = Type.Object(
   },
   { additionalProperties: false },
 );
+export type EnvVar = Static<typeof EnvVar>;
 
 export const BulkCounts = Type.Object(
   {
@@ -38,6 +39,7 @@ export const BulkCounts = Type.Object(
   },
   { additionalProperties: false },
 );
+export type BulkCounts = Static<typeof BulkCounts>;
 
 const EnvParams = Type.Object({ slug: Type.String(), project_slug: Type.String(), env_id: Type.String() });
 const tags = ['Environment variables'];

@@ -81,6 +81,31 @@ export const ProjectStatus = Type.Object(
 );
 export type ProjectStatus = Static<typeof ProjectStatus>;
 
+/** A project's resource history for charts (docs/uptime.md#resource-metrics). */
+export const ProjectMetrics = Type.Object(
+  {
+    period: StringEnum(['1h', '24h', '7d'] as const),
+    from: Timestamp,
+    to: Timestamp,
+    step_sec: Type.Integer(),
+    memory_limit_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    points: Type.Array(
+      Type.Object(
+        {
+          start: Timestamp,
+          cpu_millicores: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+          memory_bytes: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+          rx_bytes: Type.Integer({ description: 'Received over the step.' }),
+          tx_bytes: Type.Integer({ description: 'Sent over the step.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ProjectMetrics = Static<typeof ProjectMetrics>;
+
 const CreateBody = Type.Object(
   {
     name: Name,
@@ -151,30 +176,7 @@ export const projectMetrics = {
   params: ProjectParams,
   querystring: Type.Object({ period: Type.Optional(StringEnum(['1h', '24h', '7d'] as const, { default: '1h' })) }, { additionalProperties: false }),
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          period: StringEnum(['1h', '24h', '7d'] as const),
-          from: Timestamp,
-          to: Timestamp,
-          step_sec: Type.Integer(),
-          memory_limit_bytes: Type.Union([Type.Integer(), Type.Null()]),
-          points: Type.Array(
-            Type.Object(
-              {
-                start: Timestamp,
-                cpu_millicores: Type.Integer({ description: 'Average over the step, all replicas together.' }),
-                memory_bytes: Type.Integer({ description: 'Average over the step, all replicas together.' }),
-                rx_bytes: Type.Integer({ description: 'Received over the step.' }),
-                tx_bytes: Type.Integer({ description: 'Sent over the step.' }),
-              },
-              { additionalProperties: false },
-            ),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(ProjectMetrics),
     ...authErrors,
   },
 };

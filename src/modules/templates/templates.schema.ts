@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { PROJECT_STATUSES } from '../../domain/project.js';
 import { CatalogViewSchema } from './catalog.js';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, StringEnum, Timestamp } from '../../http/schemas.js';
@@ -31,6 +31,7 @@ export const TemplateInstance = Type.Object(
   },
   { additionalProperties: false },
 );
+export type TemplateInstance = Static<typeof TemplateInstance>;
 
 const tags = ['Templates'];
 const paid = { 402: ErrorEnvelope, 409: ErrorEnvelope };
@@ -42,7 +43,8 @@ export const availableTemplates = {
   response: { 200: Envelope(Type.Array(CatalogViewSchema)), 401: ErrorEnvelope, 429: ErrorEnvelope },
 };
 
-const NewTemplateInstance = Type.Object(
+/** The create response: the instance and its generated values, in full this once. */
+export const NewTemplateInstance = Type.Object(
   {
     ...TemplateInstance.properties,
     generated_envs: Type.Record(Type.String(), Type.String(), {
@@ -51,6 +53,7 @@ const NewTemplateInstance = Type.Object(
   },
   { additionalProperties: false },
 );
+export type NewTemplateInstance = Static<typeof NewTemplateInstance>;
 
 export const createTemplate = {
   operationId: 'createTemplate',
