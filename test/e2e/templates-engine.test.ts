@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView } from '../../src/modules/databases/databases.service.js';
+import type { DatabaseDetail } from '../../src/modules/databases/databases.schema.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { TemplateInstance } from '../../src/modules/templates/templates.schema.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
@@ -165,7 +165,7 @@ describe('template instances on the engine', () => {
     expect(made.status, made.text).toBe(201);
     expect(made.body.data?.databases).toEqual(['notes']);
     const db = await until('its database to run', async () => {
-      const d = (await s.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/notes`, { key: w.member.key })).body.data;
+      const d = (await s.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/notes`, { key: w.member.key })).body.data;
       return d?.status === 'provisioning' ? undefined : d;
     }, 180_000);
     expect(db.status, db.error ?? '').toBe('running');

@@ -3,7 +3,7 @@
 // under /templates, and what deleting takes with it. The real deploys are in
 // templates-engine.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { Database } from '../../src/modules/databases/databases.schema.js';
 import type { EnvVar } from '../../src/modules/env/env.schema.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { CatalogView } from '../../src/modules/templates/catalog.js';
@@ -191,7 +191,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const r = await create({ name: 'Counter', template_name: 'hello-postgres' });
     expect(r.status, r.text).toBe(201);
     expect(r.body.data?.databases).toEqual(['counter']);
-    const dbs = await s.request<DatabaseView[]>('GET', `/api/workspaces/${w.slug}/databases`, { key: w.member.key });
+    const dbs = await s.request<Database[]>('GET', `/api/workspaces/${w.slug}/databases`, { key: w.member.key });
     const db = dbs.body.data?.find((d) => d.slug === 'counter');
     expect(db).toMatchObject({ name: 'Counter', type: 'postgresql', status: 'provisioning' });
     const env = await s.request<EnvVar[]>('GET', `${base()}/counter/envs`, { key: w.member.key });
@@ -210,7 +210,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const del = await s.request<TemplateInstance>('DELETE', `${base()}/counter`, { key: w.member.key });
     expect(del.status).toBe(200);
     expect((await s.request('GET', `${base()}/counter`, { key: w.member.key })).status).toBe(404);
-    const after = await s.request<DatabaseView>('GET', `/api/workspaces/${w.slug}/databases/counter`, { key: w.member.key });
+    const after = await s.request<Database>('GET', `/api/workspaces/${w.slug}/databases/counter`, { key: w.member.key });
     expect(after.body.data?.status).toBe('deleting');
   });
 

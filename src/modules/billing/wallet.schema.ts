@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { GATEWAYS } from './gateways/gateway.js';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
@@ -18,6 +18,7 @@ export const Wallet = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Wallet = Static<typeof Wallet>;
 
 export const getWallet = {
   operationId: 'getWallet',
@@ -36,7 +37,7 @@ export const setAlertThreshold = {
   response: { 200: Envelope(Type.Object({ threshold: Type.Integer() }, { additionalProperties: false })), ...authErrors, ...bodyErrors },
 };
 
-const Transaction = Type.Object(
+export const Transaction = Type.Object(
   {
     id: Type.String(),
     type: StringEnum(['topup', 'usage', 'refund', 'adjustment', 'grant'] as const, {
@@ -49,6 +50,10 @@ const Transaction = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Transaction = Static<typeof Transaction>;
+
+export const TransactionPage = Type.Object({ transactions: Type.Array(Transaction), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false });
+export type TransactionPage = Static<typeof TransactionPage>;
 
 export const listTransactions = {
   operationId: 'listWalletTransactions',
@@ -57,12 +62,12 @@ export const listTransactions = {
   params: SlugParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(Type.Object({ transactions: Type.Array(Transaction), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
+    200: Envelope(TransactionPage),
     ...authErrors,
   },
 };
 
-const Payment = Type.Object(
+export const Payment = Type.Object(
   {
     id: Type.String(),
     gateway: Type.String({ description: 'gatewaya or gatewayb' }),
@@ -77,6 +82,10 @@ const Payment = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Payment = Static<typeof Payment>;
+
+export const PaymentPage = Type.Object({ payments: Type.Array(Payment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false });
+export type PaymentPage = Static<typeof PaymentPage>;
 
 export const listPayments = {
   operationId: 'listWalletPayments',
@@ -85,12 +94,12 @@ export const listPayments = {
   params: SlugParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(Type.Object({ payments: Type.Array(Payment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
+    200: Envelope(PaymentPage),
     ...authErrors,
   },
 };
 
-const UsageLine = Type.Object(
+export const UsageLine = Type.Object(
   {
     resource_id: Type.String(),
     resource_kind: Type.String({ description: 'project, template or database' }),
@@ -101,6 +110,22 @@ const UsageLine = Type.Object(
   },
   { additionalProperties: false },
 );
+export type UsageLine = Static<typeof UsageLine>;
+
+export const WalletUsage = Type.Object(
+  {
+    period: Type.String({ description: 'YYYY-MM' }),
+    period_start: Timestamp,
+    period_end: Timestamp,
+    currency: Type.String(),
+    unit_prices: Type.Object({ vcpu_minute: Type.Number(), gib_minute: Type.Number(), database_gib_minute: Type.Number() }, { additionalProperties: false, description: 'Minor units per minute.' }),
+    resources: Type.Array(UsageLine),
+    total: Type.Number({ description: 'Minor units.' }),
+    projected_total: Type.Number({ description: 'total plus what runs now, at its current rate, until period_end.' }),
+  },
+  { additionalProperties: false },
+);
+export type WalletUsage = Static<typeof WalletUsage>;
 
 export const getUsage = {
   operationId: 'getWalletUsage',
@@ -108,39 +133,24 @@ export const getUsage = {
   summary: 'Usage of the current calendar month (UTC) by resource, unit prices, total and the projection to the end of the month',
   params: SlugParams,
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          period: Type.String({ description: 'YYYY-MM' }),
-          period_start: Timestamp,
-          period_end: Timestamp,
-          currency: Type.String(),
-          unit_prices: Type.Object({ vcpu_minute: Type.Number(), gib_minute: Type.Number(), database_gib_minute: Type.Number() }, { additionalProperties: false, description: 'Minor units per minute.' }),
-          resources: Type.Array(UsageLine),
-          total: Type.Number({ description: 'Minor units.' }),
-          projected_total: Type.Number({ description: 'total plus what runs now, at its current rate, until period_end.' }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(WalletUsage),
     ...authErrors,
   },
 };
 
-const Topup = Envelope(
-  Type.Object(
-    {
-      payment_id: Type.String(),
-      status: StringEnum(['pending', 'succeeded', 'failed'] as const),
-      checkout_url: Nullable(Type.String({ description: 'Where the payer completes the payment; null for the sandbox, which confirms at once.' })),
-      amount: Type.Number({ description: 'As given.' }),
-      currency: Type.String(),
-      gateway: StringEnum(GATEWAYS),
-      provider: Type.String(),
-    },
-    { additionalProperties: false },
-  ),
+export const Topup = Type.Object(
+  {
+    payment_id: Type.String(),
+    status: StringEnum(['pending', 'succeeded', 'failed'] as const),
+    checkout_url: Nullable(Type.String({ description: 'Where the payer completes the payment; null for the sandbox, which confirms at once.' })),
+    amount: Type.Number({ description: 'As given.' }),
+    currency: Type.String(),
+    gateway: StringEnum(GATEWAYS),
+    provider: Type.String(),
+  },
+  { additionalProperties: false },
 );
+export type Topup = Static<typeof Topup>;
 
 const currency = Type.Optional(Type.String({ minLength: 1, maxLength: 8, description: 'ISO 4217; must be the wallet\'s currency (the default).' }));
 
@@ -153,7 +163,7 @@ export const topupA = {
     'Without Stripe keys the path is off (503 naming the settings), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive number of major units, like 10 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
+  response: { 200: Envelope(Topup), 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const topupB = {
@@ -165,7 +175,7 @@ export const topupB = {
     'Without a Paystack key the path is off (503 naming the setting), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive whole number of minor units, like 1000 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
+  response: { 200: Envelope(Topup), 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const paymentWebhook = {

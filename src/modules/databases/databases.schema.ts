@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { DATABASE_PROVISIONERS, DATABASE_STATUSES, DATABASE_TYPES } from '../../domain/database.js';
 import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
@@ -31,6 +31,7 @@ const fields = {
 };
 
 export const Database = Type.Object(fields, { additionalProperties: false });
+export type Database = Static<typeof Database>;
 
 export const DatabaseDetail = Type.Object(
   {
@@ -56,6 +57,7 @@ export const DatabaseDetail = Type.Object(
   },
   { additionalProperties: false },
 );
+export type DatabaseDetail = Static<typeof DatabaseDetail>;
 
 const DatabaseParams = Type.Object({ slug: Type.String(), db_slug: Type.String() });
 const tags = ['Databases'];

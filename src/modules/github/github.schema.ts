@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, Envelope, ErrorEnvelope, SlugParams, Timestamp } from '../../http/schemas.js';
 
 const tags = ['GitHub'];
@@ -17,6 +17,22 @@ export const Installation = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Installation = Static<typeof Installation>;
+
+/** Where the admin's browser goes: the app's installation page, carrying a fresh single-use state. */
+export const LinkStart = Type.Object(
+  {
+    install_url: Type.String({ description: '`<app html_url>/installations/new?state=<state>`' }),
+    state: Type.String(),
+    expires_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+export type LinkStart = Static<typeof LinkStart>;
+
+/** An installation just linked by the setup URL, with the workspace it was linked to. */
+export const LinkedInstallation = Type.Object({ workspace: Type.String(), ...Installation.properties }, { additionalProperties: false });
+export type LinkedInstallation = Static<typeof LinkedInstallation>;
 
 export const startLink = {
   operationId: 'startGitHubLink',
@@ -28,16 +44,7 @@ export const startLink = {
     'once GitHub confirms that the signed-in user can access it.',
   params: SlugParams,
   response: {
-    201: Envelope(
-      Type.Object(
-        {
-          install_url: Type.String({ description: '`<app html_url>/installations/new?state=<state>`' }),
-          state: Type.String(),
-          expires_at: Timestamp,
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    201: Envelope(LinkStart),
     ...authErrors,
     503: ErrorEnvelope,
   },
@@ -60,7 +67,7 @@ export const setup = {
     code: Type.Optional(Type.String({ maxLength: 512 })),
   }),
   response: {
-    201: Envelope(Type.Object({ workspace: Type.String(), ...Installation.properties }, { additionalProperties: false })),
+    201: Envelope(LinkedInstallation),
     400: ErrorEnvelope,
     403: ErrorEnvelope,
     404: ErrorEnvelope,
