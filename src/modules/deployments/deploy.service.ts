@@ -5,7 +5,7 @@ import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
 import type { Deployment } from './deployments.schema.js';
-import { deploymentView } from '../projects/views.js';
+import { deploymentView } from './deployments.service.js';
 import type { DeploymentRow } from '../../store/schema.js';
 import type { Engine } from '../../domain/ports.js';
 import type { Access } from '../tenancy/context.js';

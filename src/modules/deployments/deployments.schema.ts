@@ -23,6 +23,12 @@ export const Deployment = Type.Object(
 );
 export type Deployment = Static<typeof Deployment>;
 
+export const DeploymentPage = Type.Object(
+  { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
+  { additionalProperties: false },
+);
+export type DeploymentPage = Static<typeof DeploymentPage>;
+
 const tags = ['Deployments'];
 
 export const listDeployments = {
@@ -32,12 +38,7 @@ export const listDeployments = {
   params: ProjectParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(
-      Type.Object(
-        { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(DeploymentPage),
     ...authErrors,
   },
 };

@@ -12,7 +12,7 @@ import { projectReservationMb } from '../../store/repositories/capacity.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject, type ProjectRef } from './resolve.js';
 import type { Project, ProjectStatus } from './projects.schema.js';
-import { deploymentView, projectView } from './views.js';
+import { projectView } from './views.js';
 
 export interface ProjectInput {
   name: string;
@@ -184,7 +184,7 @@ export class ProjectService {
         cpu: { used: formatMillicores(pods.reduce((sum, p) => sum + p.cpuMillicores, 0)), limit: formatMillicores(millicores(row.cpu) * row.replicas) },
         memory: { used: formatBytes(pods.reduce((sum, p) => sum + p.memoryBytes, 0)), limit: formatBytes(ramBytes(row.ram) * row.replicas) },
       },
-      latestDeployment: latest === undefined ? null : (({ id, status, created_at }) => ({ id, status, created_at }))(deploymentView(latest)),
+      latestDeployment: latest === undefined ? null : { id: latest.id, status: latest.status, created_at: latest.created_at },
     };
   }
 

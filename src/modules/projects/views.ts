@@ -1,8 +1,7 @@
 import type { Platform } from '../deps.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { DeploymentRow, GitConnectionsTable } from '../../store/schema.js';
+import type { GitConnectionsTable } from '../../store/schema.js';
 import { toNumber } from '../../store/dialects.js';
-import type { Deployment } from '../deployments/deployments.schema.js';
 import type { GitConnection, Project } from './projects.schema.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
 
@@ -40,19 +39,3 @@ export function projectView(row: ProjectRecord, _workspaceSlug: string, platform
     updated_at: row.updated_at,
   };
 }
-
-/** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
-export const deploymentView = (row: DeploymentRow): Deployment => ({
-  id: row.id,
-  project_id: row.project_id,
-  status: row.status,
-  source: row.source,
-  image: row.image,
-  branch: row.branch,
-  commit_sha: row.commit_sha,
-  commit_message: row.commit_message,
-  error: row.error,
-  created_at: row.created_at,
-  started_at: row.started_at,
-  finished_at: row.finished_at,
-});
