@@ -170,8 +170,11 @@ export async function buildApp(deps: AppDeps) {
   await app.register(errorsPlugin);
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
   await app.register(authPlugin, {
-    store: deps.store,
-    apiKeys: services.apiKeys,
+    ports: {
+      authenticate: (key) => services.apiKeys.authenticate(key),
+      membership: (slug, userId) => deps.store.repos.members.accessBySlug(slug, userId),
+      keyValidity: (keyId) => deps.store.repos.apiKeys.validity(keyId),
+    },
     keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
     addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
     receiverBuckets: new TokenBuckets(deps.webhookRateLimit ?? WEBHOOK_RATE_LIMIT, deps.clock),

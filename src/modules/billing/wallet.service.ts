@@ -3,7 +3,7 @@ import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
 import type { Deps } from '../deps.js';
 import type { LedgerRow, PaymentRow, Usage, Wallet } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
 import { billingPolicy } from './policy.js';

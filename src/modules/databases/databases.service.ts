@@ -19,7 +19,7 @@ import { slugify } from '../../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';

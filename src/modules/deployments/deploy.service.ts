@@ -7,7 +7,7 @@ import { refreshProjectStatus } from '../projects/status.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
 import type { DeploymentRow } from '../../store/schema.js';
 import type { Engine } from '../../domain/ports.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { holdMemoryRoom } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';

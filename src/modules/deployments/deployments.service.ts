@@ -2,7 +2,7 @@ import { notFound } from '../../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import { deploymentView, type DeploymentView } from '../projects/views.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export interface DeploymentPage {
   deployments: DeploymentView[];

@@ -2,7 +2,7 @@ import { iso } from '../../domain/clock.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { MetricsMinute } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export type MetricsPeriod = '1h' | '24h' | '7d';
 

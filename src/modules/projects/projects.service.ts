@@ -5,7 +5,7 @@ import { slugify } from '../../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import { holdMemoryRoom, holdProjectRoom } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';

@@ -11,7 +11,7 @@ import type { GitService } from '../projects/git.service.js';
 import type { ProjectPatch, ProjectService } from '../projects/projects.service.js';
 import { resolveProject, templateRef } from '../projects/resolve.js';
 import { projectView, type DeploymentView } from '../projects/views.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
 
 /** A template instance as the API shows it (docs/templates.md#instances). */

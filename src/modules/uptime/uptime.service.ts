@@ -8,7 +8,7 @@ import type { DeliveryResult } from '../../adapters/notify/channels.js';
 import { checkUrlShape, type TargetPolicy } from '../../adapters/notify/ssrf.js';
 import { queueNotifications, UPTIME_BUCKETS_MS } from './uptime.worker.js';
 import { webhookContext, type UptimeNotifier } from './notifier.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export interface UptimeView {
   enabled: boolean;
