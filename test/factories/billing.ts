@@ -28,9 +28,7 @@ export function billingWorker(s: TestServer, containers: EngineContainers = stor
     error: (obj, msg) => logged.push({ level: 'error', obj, msg }),
   };
   const worker = new BillingWorker(s.deps, allWork(s.services.deploys, s.services.databases), log, containers);
-  s.services.wallets.onCredited = (ws) => {
-    worker.credited(ws);
-  };
+  s.leader.billing.set(worker);
   return { worker, logged };
 }
 

@@ -28,6 +28,11 @@ export class LogAnalysisService {
     private readonly pool: AnalysisPool,
   ) {}
 
+  /** Stops the pool's workers (the app closes it). */
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
   async analyze(access: Access, projectSlug: ProjectRef, logs: string | undefined): Promise<Analysis> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     if (logs !== undefined && Buffer.byteLength(logs, 'utf8') > MAX_ANALYZE_BYTES) {

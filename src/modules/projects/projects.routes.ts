@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { ProjectService } from './projects.service.js';
+import type { DeployService } from '../deployments/deploy.service.js';
+import type { MetricsService } from '../metrics/metrics.service.js';
 import { accessOf } from '../../http/auth.js';
 import { projectWithWebhookOrigin } from '../../http/origin.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './projects.schema.js';
 
-export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { projects } = services;
+export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; deploys: DeployService; metrics: MetricsService }> = async (app, { projects, deploys, metrics }) => {
   const base = '/api/workspaces/:slug/projects';
   const one = `${base}/:project_slug`;
 
@@ -26,7 +27,7 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const access = accessOf(req);
     const updated = await projects.update(access, req.params.project_slug, req.body);
     const { replicas, cpu, ram } = req.body;
-    if (replicas !== undefined || cpu !== undefined || ram !== undefined) await services.deploys.resized(access, req.params.project_slug);
+    if (replicas !== undefined || cpu !== undefined || ram !== undefined) await deploys.resized(access, req.params.project_slug);
     return ok(projectWithWebhookOrigin(req, updated));
   });
 
@@ -46,6 +47,6 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
   );
 
   app.get(`${one}/metrics`, { schema: s.projectMetrics, config: { action: 'workspace.read' } }, async (req) =>
-    ok(await services.metrics.project(accessOf(req), req.params.project_slug, req.query.period ?? '1h')),
+    ok(await metrics.project(accessOf(req), req.params.project_slug, req.query.period ?? '1h')),
   );
 };

@@ -41,7 +41,10 @@ export class UptimeNotifier {
       do {
         this.again = false;
         try {
-          for (const row of await this.o.deps.store.repos.uptime.pendingNotifications()) await this.deliver(row);
+          for (const row of await this.o.deps.store.repos.uptime.pendingNotifications()) {
+            const result = await this.deliver(row);
+            if (!result.ok) this.o.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
+          }
         } catch (err) {
           this.o.log.error({ err }, 'uptime: delivering notifications failed; the next wake-up tries again');
         }
@@ -56,7 +59,10 @@ export class UptimeNotifier {
     return this.again;
   }
 
-  /** Sends one queued notification and records the outcome. */
+  /**
+   * Sends one queued notification and records the outcome. Not logged here: a test notification
+   * (UptimeService) answers its caller with the outcome; the queue's deliveries are logged by wake().
+   */
   async deliver(row: UptimeNotificationRow): Promise<DeliveryResult> {
     const { deps } = this.o;
     const event = await this.eventOf(row);
@@ -83,7 +89,6 @@ export class UptimeNotifier {
       error: result.error,
       sent_at: result.ok ? iso(deps.clock.now()) : null,
     });
-    if (!result.ok) this.o.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
     return result;
   }
 
