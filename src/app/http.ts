@@ -31,6 +31,7 @@ import { analyzeRoutes } from '../modules/logs/analyze.routes.js';
 import type { LlmOptions } from '../modules/logs/llm.js';
 import { ANALYZE_RATE_LIMIT, type AnalysisPoolOptions } from '../modules/logs/analysis-pool.js';
 import { projectRoutes } from '../modules/projects/projects.routes.js';
+import { metricsRoutes } from '../modules/metrics/metrics.routes.js';
 import { paymentWebhookRoutes, walletRoutes } from '../modules/billing/wallet.routes.js';
 import { envRoutes } from '../modules/env/env.routes.js';
 import { uptimeRoutes } from '../modules/uptime/uptime.routes.js';
@@ -224,7 +225,8 @@ async function registerRoutes(app: Http, deps: AppDeps, services: Services, metr
   await app.register(memberRoutes, { members: services.members });
   await app.register(invitationRoutes, { invitations: services.invitations });
   await app.register(apiKeyRoutes, { apiKeys: services.apiKeys });
-  await app.register(projectRoutes, { projects: services.projects, deploys: services.deploys, metrics: services.metrics });
+  await app.register(projectRoutes, { projects: services.projects, deploys: services.deploys });
+  await app.register(metricsRoutes, { metrics: services.metrics });
   await app.register(gitRoutes, { git: services.git });
   await app.register(githubRoutes, { installations: services.installations });
   await app.register(deploymentRoutes, { deployments: services.deployments });

@@ -1,13 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ProjectService } from './projects.service.js';
-import type { DeployService } from '../deployments/deploy.service.js';
-import type { MetricsService } from '../metrics/metrics.service.js';
+import type { Access } from '../../domain/access.js';
+import type { ProjectRef } from './resolve.js';
 import { accessOf } from '../../http/auth.js';
 import { projectWithWebhookOrigin } from '../../http/origin.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './projects.schema.js';
 
-export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; deploys: DeployService; metrics: MetricsService }> = async (app, { projects, deploys, metrics }) => {
+/** The deployments capability's part in a project's update (deploy.service.ts): a running project takes a new size at once. */
+export interface Resizes {
+  resized(access: Access, projectSlug: ProjectRef): Promise<void>;
+}
+
+export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; deploys: Resizes }> = async (app, { projects, deploys }) => {
   const base = '/api/workspaces/:slug/projects';
   const one = `${base}/:project_slug`;
 
@@ -44,9 +49,5 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService
 
   app.get(`${one}/status`, { schema: s.projectStatus, config: { action: 'workspace.read' } }, async (req) =>
     ok(await projects.status(accessOf(req), req.params.project_slug)),
-  );
-
-  app.get(`${one}/metrics`, { schema: s.projectMetrics, config: { action: 'workspace.read' } }, async (req) =>
-    ok(await metrics.project(accessOf(req), req.params.project_slug, req.query.period ?? '1h')),
   );
 };
