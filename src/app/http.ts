@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -28,8 +27,7 @@ import { gitRoutes } from '../modules/projects/git.routes.js';
 import { githubRoutes } from '../modules/github/github.routes.js';
 import { logRoutes } from '../modules/logs/logs.routes.js';
 import { analyzeRoutes } from '../modules/logs/analyze.routes.js';
-import type { LlmOptions } from '../modules/logs/llm.js';
-import { ANALYZE_RATE_LIMIT, type AnalysisPoolOptions } from '../modules/logs/analysis-pool.js';
+import { ANALYZE_RATE_LIMIT } from '../modules/logs/analysis-pool.js';
 import { projectRoutes } from '../modules/projects/projects.routes.js';
 import { metricsRoutes } from '../modules/metrics/metrics.routes.js';
 import { paymentWebhookRoutes, walletRoutes } from '../modules/billing/wallet.routes.js';
@@ -42,36 +40,13 @@ import { systemRoutes } from '../modules/system/system.routes.js';
 import { workspaceRoutes } from '../modules/tenancy/workspaces.routes.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { createServices, leaderLinks, type Services } from './compose.js';
+import type { ApiSettings } from './settings.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
 
-export interface AppDeps extends Deps {
-  rateLimit: RateLimit;
-  /** Requests from one client address without a valid key (failed auth, invitation accept). */
-  anonymousRateLimit: RateLimit;
-  /** Signed GitHub deliveries per receiver, counted after the signature check (default 10/s, burst 200). */
-  webhookRateLimit?: RateLimit;
-  log: { level: string; stream?: Writable };
-  /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
-  trustProxy?: string[];
-  /** `--metrics-token`: GET /metrics on the API answers to this bearer token only; absent or empty: 404 there (the metrics listener serves it) */
-  metricsToken?: string;
-  /** the address blocks of tenant containers (the workspace networks), whose connections are refused; absent: none */
-  tenantNetworks?: TenantNetworks;
-  /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
-  githubWebhookSecret?: string;
-  version: string;
-  /** how often open streams re-check their caller (default and maximum 10 s; tests use less) */
-  streamRecheckMs?: number;
-  /** how often open streams ping their clients (default 30 s; tests use less) */
-  streamPingMs?: number;
-  /** rate-limit refusals are logged once per client per this interval (default 60 s) */
-  refusalLogMs?: number;
+/** What the HTTP API is built from: the services' dependencies, its settings (settings.ts) and the live tail's hub. */
+export interface AppDeps extends Deps, ApiSettings {
   /** the live tail's hub (src/modules/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
   liveLogs?: LiveLogs;
-  /** `--llm-base-url`: the OpenAI-compatible model POST …/logs/analyze also asks (docs/logs-analyzer.md) */
-  llm?: Pick<LlmOptions, 'baseUrl' | 'model' | 'apiKey' | 'timeoutMs'> | null;
-  /** POST …/logs/analyze: its own per-key rate limit, and the worker pool's size, queue and budget (docs/logs-analyzer.md#cost) */
-  analysis?: { rateLimit?: RateLimit | undefined } & AnalysisPoolOptions;
 }
 
 export const BODY_LIMIT = 1024 * 1024;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import { TenantNetworks } from '../http/tenant-guard.js';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
 import { superviseEngine } from '../modules/deployments/engine/engine-supervisor.js';
 import type { Deps } from '../modules/deps.js';
@@ -13,7 +13,7 @@ import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { buildApp, type App } from './http.js';
 import { observeEngine, startLeader } from './leader.js';
-import { StartError } from './settings.js';
+import { apiSettings, StartError } from './settings.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -57,22 +57,8 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     logs = deps.logs;
     const hub = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
     liveLogs = hub;
-    const tenants = new TenantNetworks(config.refuseNetworks);
-    const { app, services, leader, metrics } = await buildApp({
-      ...deps,
-      rateLimit: config.rateLimit,
-      anonymousRateLimit: config.anonymousRateLimit,
-      webhookRateLimit: config.webhookRateLimit,
-      trustProxy: config.trustProxy,
-      githubWebhookSecret: config.githubWebhookSecret,
-      metricsToken: config.metricsToken,
-      tenantNetworks: tenants,
-      log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
-      version: VERSION,
-      liveLogs,
-      llm: config.llm,
-      analysis: config.analysis,
-    });
+    const settings = apiSettings(config, VERSION, { stream: log.stream as Writable | undefined });
+    const { app, services, leader, metrics } = await buildApp({ ...deps, ...settings, liveLogs });
     warnIfSandbox(deps, app.log);
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
@@ -101,7 +87,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     if (config.metricsListen !== null) {
       const at = config.metricsListen;
       try {
-        metricsListener = await startMetricsListener({ host: at.host, port: at.port, registry: metrics, tenants, log: app.log });
+        metricsListener = await startMetricsListener({ host: at.host, port: at.port, registry: metrics, tenants: settings.tenantNetworks, log: app.log });
       } catch (err) {
         await engine?.stop();
         await app.close();
