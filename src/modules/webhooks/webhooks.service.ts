@@ -64,7 +64,11 @@ interface Verified {
   digest: string;
 }
 
-type Answered = WebhookAnswer & { kind: 'answer' };
+/** A delivery answered without deploying anything: ping, other events, tags, deleted branches. */
+interface Answered {
+  kind: 'answer';
+  answer: WebhookAnswer;
+}
 
 /**
  * GitHub deliveries (auto-deploy, docs/decisions.md#git): the signature, the event, the payload
@@ -96,7 +100,7 @@ export class WebhookService {
   async fromApp(d: Delivery, ctx: DeliveryContext): Promise<WebhookAnswer> {
     if (this.appSecret === '') refuse(ctx, new AppError('UNAVAILABLE', NOT_CONFIGURED));
     const v = verify(d, ctx, this.appSecret, APP_SIGNATURE_PROBLEMS, 'app');
-    if (v.kind === 'answer') return v;
+    if (v.kind === 'answer') return v.answer;
     const installationId = v.push.installationId;
     if (installationId === undefined) {
       return ignore('The delivery names no GitHub App installation; a repository webhook delivers to its Git connection\'s own webhook_url, signed with its own secret.');
@@ -110,7 +114,7 @@ export class WebhookService {
     if (receiver === null) refuse(ctx, new AppError('NOT_FOUND', UNKNOWN_WEBHOOK));
     if (receiver.secret === null) refuse(ctx, unauthorized(receiver.unreadable ? UNREADABLE_SECRET : NO_SECRET_YET));
     const v = verify(d, ctx, receiver.secret, CONNECTION_SIGNATURE_PROBLEMS, receiver.webhookId);
-    if (v.kind === 'answer') return v;
+    if (v.kind === 'answer') return v.answer;
     const { push } = v;
     if (push.repoFullName.toLowerCase() !== receiver.repoFullName.toLowerCase()) {
       return ignore(`This webhook's Git connection is for ${receiver.repoFullName}, not ${push.repoFullName}; nothing was deployed.`);
@@ -188,11 +192,11 @@ function verify(d: Delivery, ctx: DeliveryContext, secret: string, problems: Rec
 
   if (event === 'ping') {
     ctx.log.info(about, 'GitHub webhook ping');
-    return { kind: 'answer', status: 200, data: { event: 'ping' } };
+    return { kind: 'answer', answer: { status: 200, data: { event: 'ping' } } };
   }
   if (event !== 'push') {
     ctx.log.info(about, 'GitHub webhook event ignored');
-    return { kind: 'answer', status: 202, data: { event, ignored: true, reason: `Slipway acts on push and ping events only, not on ${event}.` } };
+    return { kind: 'answer', answer: { status: 202, data: { event, ignored: true, reason: `Slipway acts on push and ping events only, not on ${event}.` } } };
   }
   let push: ReturnType<typeof parsePush>;
   try {
@@ -203,7 +207,7 @@ function verify(d: Delivery, ctx: DeliveryContext, secret: string, problems: Rec
   }
   if (push.kind === 'ignored') {
     ctx.log.info({ ...about, repo_full_name: push.repoFullName }, push.reason);
-    return { kind: 'answer', status: 202, data: { event, ignored: true, reason: push.reason } };
+    return { kind: 'answer', answer: { status: 202, data: { event, ignored: true, reason: push.reason } } };
   }
   if (about.delivery === undefined) {
     throw invalid(delivery === undefined || delivery === '' ? 'The X-GitHub-Delivery header is missing; it tells one delivery from a repeat.' : 'The X-GitHub-Delivery header must be 1 to 64 letters, digits and "-".');
