@@ -103,7 +103,16 @@ export function createServices(deps: Deps, leader: LeaderLinks, o: ServiceOption
   const deploys = new DeployService(deps, queue, wallets, leader.engine);
   const envVars = new EnvService(deps);
   const databases = new DatabaseService(deps, wallets, leader.engine, leader.databases);
-  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: o.log });
+  const notifier = new UptimeNotifier({
+    repos: deps.store.repos,
+    clock: deps.clock,
+    secrets: deps.secrets,
+    mailer: deps.mailer,
+    appsDomain: deps.platform.appsDomain,
+    routerPort: deps.platform.routerPort,
+    policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false },
+    log: o.log,
+  });
   const llm =
     o.llm === undefined || o.llm === null
       ? undefined

@@ -10,6 +10,7 @@ import { createRouterDriver, type RouterDriver, type RouterLog } from '../adapte
 import { DockerRuntime } from '../adapters/runtime/docker/docker.runtime.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { engineContainers } from '../modules/billing/meter.js';
+import { billingPolicy } from '../modules/billing/policy.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
 import { databasePolicy } from '../modules/databases/policy.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
@@ -62,10 +63,14 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
   const { notifier } = services;
-  const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
+  const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
+  const sampler = new ResourceSampler({ runtime, metrics: deps.store.repos.metrics, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
-    deps,
+    repos: deps.store.repos,
+    dialect: deps.store.dialect,
+    clock: deps.clock,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     queue: services.queue,
     buildLog: services.buildLog,
     envVars: services.envVars,
@@ -96,7 +101,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   }
   const collector = await startCollector(config, deps.logs, deps.store, runtime, c.liveLogs, log, labels);
   const databases = new DatabaseWorker({
-    store: deps.store,
+    repos: deps.store.repos,
     clock: deps.clock,
     ids: deps.ids,
     secrets: deps.secrets,
@@ -111,13 +116,26 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   });
   databases.start();
   leader.databases.set(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, labels));
+  const billing = new BillingWorker({
+    store: deps.store,
+    clock: deps.clock,
+    ids: deps.ids,
+    policy: billingPolicy(deps.platform),
+    mailer: deps.mailer,
+    work: allWork(services.deploys, services.databases),
+    log,
+    containers: engineContainers(runtime, labels),
+  });
   leader.billing.set(billing);
   billing.start();
   void crashes.watch(runtime, labels);
   sampler.start();
   const checker = new UptimeChecker({
-    deps,
+    store: deps.store,
+    clock: deps.clock,
+    random: deps.random,
+    ids: deps.ids,
+    appsDomain: deps.platform.appsDomain,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
@@ -153,7 +171,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
 export async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), deps);
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**
@@ -216,13 +234,13 @@ async function startCollector(
   labels: Record<string, string>,
 ): Promise<LogCollector> {
   const writer = new LogWriter({
-    store: logs,
+    logs,
     onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
     onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
   });
   const collector = new LogCollector({
     runtime,
-    store: logs,
+    logs,
     writer,
     labels,
     // a project's, or a managed database's (its server's lines are kept under its id)

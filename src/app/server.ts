@@ -66,7 +66,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const engine =
       config.engine === 'docker'
         ? await superviseEngine({
-            store: deps.store,
+            leases: deps.store.repos.leases,
             clock: deps.clock,
             ids: deps.ids,
             log: app.log,

@@ -37,7 +37,7 @@ describe('resource metrics on the engine', () => {
     gitServer = await startGitServer({ root: root.dir });
     let sampled: ResourceSampler | null = null;
     engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { usageOf: (id) => sampled?.usageOf(id) ?? null } });
-    sampler = new ResourceSampler({ runtime: engine.runtime, store: s.store, clock: s.clock, labels: instanceLabels(await instanceId(s.store)), log: quiet, everyMs: 1_000 });
+    sampler = new ResourceSampler({ runtime: engine.runtime, metrics: s.store.repos.metrics, clock: s.clock, labels: instanceLabels(await instanceId(s.store)), log: quiet, everyMs: 1_000 });
     sampled = sampler;
     const repo = await root.repo('acme/gauged');
     await repo.commit('v1', { Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", "exec httpd -f -p $PORT -h /www"]\n`, 'index.html': `${'gauged '.repeat(2000)}\n` });

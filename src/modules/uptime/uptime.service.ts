@@ -192,7 +192,7 @@ export class UptimeService {
       throw invalid('The monitor has neither chat_webhook_url nor notify_email: set one with PUT …/uptime first.');
     }
     const now = iso(this.deps.clock.now());
-    const queued = await queueNotifications(this.deps, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now, null, 'sending');
+    const queued = await queueNotifications(this.deps.ids, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now, null, 'sending');
     const view: TestView = { webhook: null, email: null };
     for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);
