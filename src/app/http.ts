@@ -38,7 +38,7 @@ import { invitationRoutes } from '../modules/tenancy/invitations.routes.js';
 import { memberRoutes } from '../modules/tenancy/members.routes.js';
 import { systemRoutes } from '../modules/system/system.routes.js';
 import { workspaceRoutes } from '../modules/tenancy/workspaces.routes.js';
-import { ErrorEnvelope } from '../http/schemas.js';
+import { ErrorEnvelopeSchema } from '../http/schemas.js';
 import { createServices, leaderLinks, type Services } from './compose.js';
 import type { ApiSettings } from './settings.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
@@ -125,7 +125,7 @@ async function createHttp(deps: AppDeps) {
     done();
   });
   app.setValidatorCompiler(validatorCompiler());
-  app.addSchema(ErrorEnvelope);
+  app.addSchema(ErrorEnvelopeSchema);
 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
@@ -163,10 +163,14 @@ async function createHttp(deps: AppDeps) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Slipway API', version: deps.version, description: 'REST API of the Slipway deployment platform.' },
+      info: { title: 'Slipway API', version: deps.version, description: 'REST API of the Slipway deployment platform.', license: { name: 'MIT', identifier: 'MIT' } },
+      // relative: the origin the document was read from, behind any proxy (docs/api.md#the-openapi-document)
+      servers: [{ url: '/', description: 'The origin that served this document.' }],
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
       security: [{ apiKey: [] }],
     },
+    // shared schemas are components named by their $id (ErrorEnvelope), not def-0
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(errorsPlugin);
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
