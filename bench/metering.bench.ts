@@ -111,7 +111,7 @@ async function slipway(label: string, url: string, workspaces: number, minutes: 
     for (let i = 0; i < minutes; i++) {
       const before = store.dialect === 'sqlite' ? await changes() : 0;
       const t0 = performance.now();
-      const r = await meterPass(deps, containers, clock.now());
+      const r = await meterPass({ store, clock, ids: deps.ids, prices: DEFAULT_BILLING_POLICY.prices }, containers, clock.now());
       times.push(performance.now() - t0);
       if (store.dialect === 'sqlite' && i === 5) writes = (await changes()) - before;
       running = r.running;

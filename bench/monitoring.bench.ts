@@ -78,7 +78,7 @@ async function scale(): Promise<Record<string, unknown>> {
     // Slipway's checker
     const late: number[] = [];
     const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m: string) => { console.error(m, o); } };
-    const checker = new UptimeChecker({ deps, probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
+    const checker = new UptimeChecker({ store: deps.store, clock: deps.clock, random: deps.random, ids: deps.ids, appsDomain: deps.platform.appsDomain, probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     checker.start();

@@ -5,6 +5,7 @@
 // project's status, and one per running container database.
 import type { EngineContainer, EngineContainers } from '../../src/modules/billing/meter.js';
 import { allWork, BillingWorker, type BillingLog } from '../../src/modules/billing/billing.worker.js';
+import { billingPolicy } from '../../src/modules/billing/policy.js';
 import { iso } from '../../src/domain/clock.js';
 import { makeProject, type TestServer } from './harness.js';
 
@@ -27,10 +28,17 @@ export function billingWorker(s: TestServer, containers: EngineContainers = stor
     warn: (obj, msg) => logged.push({ level: 'warn', obj, msg }),
     error: (obj, msg) => logged.push({ level: 'error', obj, msg }),
   };
-  const worker = new BillingWorker(s.deps, allWork(s.services.deploys, s.services.databases), log, containers);
-  s.services.wallets.onCredited = (ws) => {
-    worker.credited(ws);
-  };
+  const worker = new BillingWorker({
+    store: s.store,
+    clock: s.deps.clock,
+    ids: s.deps.ids,
+    policy: billingPolicy(s.deps.platform),
+    mailer: s.deps.mailer,
+    work: allWork(s.services.deploys, s.services.databases),
+    log,
+    containers,
+  });
+  s.leader.billing.set(worker);
   return { worker, logged };
 }
 

@@ -19,57 +19,13 @@ import { slugify } from '../../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
 import { instanceId } from '../../store/db.js';
-
-export interface DatabaseEventView {
-  at: string;
-  message: string;
-}
-
-export interface DatabaseView {
-  id: string;
-  name: string;
-  slug: string;
-  type: DatabaseType;
-  status: DatabaseStatus;
-  error: string | null;
-  provisioner: DatabaseProvisioner;
-  image: string | null;
-  host: string;
-  port: number;
-  external_host: string | null;
-  external_port: number | null;
-  username: string;
-  password: string;
-  database_name: string;
-  connection_string: string;
-  external_connection_string: string | null;
-  /** Redis on a shared server: every key (and channel) of this database starts with it; null otherwise */
-  key_prefix: string | null;
-  memory_mb: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DatabaseHealthView {
-  status: string;
-  restarts: number;
-  started_at: string | null;
-  cpu_millicores: number;
-  memory_bytes: number;
-  memory_limit_bytes: number | null;
-  volume_bytes: number | null;
-}
-
-export interface DatabaseDetailView extends DatabaseView {
-  /** its server as the engine sees it; null without an engine or before its container exists */
-  health: DatabaseHealthView | null;
-  events: DatabaseEventView[];
-}
+import type { Database, DatabaseDetail } from './databases.schema.js';
 
 /** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
 export interface DatabaseWork {
@@ -78,7 +34,8 @@ export interface DatabaseWork {
   setLocked(row: DatabaseRow, locked: boolean): Promise<void>;
 }
 
-const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
+/** No leader's worker in this process (a standby, `--engine none`): the rows wait in the store for the leader's. */
+export const idleDatabaseWork: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
 
 /**
  * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
@@ -86,20 +43,15 @@ const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.res
  * which takes `provisioning` and `deleting` rows as its work.
  */
 export class DatabaseService {
-  private work: DatabaseWork = idle;
-
   constructor(
     readonly deps: Deps,
     private readonly wallets: WalletService,
-    private readonly engine: Pick<Engine, 'databaseHealth'>,
+    private readonly engine: Late<Pick<Engine, 'databaseHealth'>>,
+    /** the leader's worker in this process, woken when there is work (idle without one) */
+    private readonly worker: Late<DatabaseWork>,
   ) {}
 
-  /** The leader's worker in this process (or none: a standby, `--engine none`). */
-  attach(work: DatabaseWork | null): void {
-    this.work = work ?? idle;
-  }
-
-  async create(access: Access, input: { name: string; type: string }): Promise<DatabaseView> {
+  async create(access: Access, input: { name: string; type: string }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
     await this.wallets.requireFunds(access.workspace.id);
     try {
@@ -107,7 +59,7 @@ export class DatabaseService {
     } catch (err) {
       throw this.taken(err, row);
     }
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, password);
   }
 
@@ -204,7 +156,7 @@ export class DatabaseService {
       if (row.status !== from) continue;
       if (row.provisioner === 'shared') {
         try {
-          await this.work.setLocked(row, to === 'suspended');
+          await this.worker.get().setLocked(row, to === 'suspended');
         } catch (err) {
           failures.push(`${row.slug}: ${err instanceof Error ? err.message : String(err)}`);
           continue;
@@ -215,13 +167,13 @@ export class DatabaseService {
         moved++;
       }
     }
-    if (moved > 0) this.work.wake();
+    if (moved > 0) this.worker.get().wake();
     if (failures.length > 0) throw new Error(`databases on a shared server could not be ${to === 'suspended' ? 'suspended' : 'resumed'}: ${failures.join('; ')}`);
     return moved;
   }
 
   wake(): void {
-    this.work.wake();
+    this.worker.get().wake();
   }
 
   /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
@@ -234,14 +186,14 @@ export class DatabaseService {
     }
   }
 
-  async list(access: Access): Promise<DatabaseView[]> {
+  async list(access: Access): Promise<Database[]> {
     const rows = await this.deps.store.repos.databases.inWorkspace(access.workspace.id);
     return rows.map((r) => databaseView(r, null));
   }
 
-  async get(access: Access, slug: string): Promise<DatabaseDetailView> {
+  async get(access: Access, slug: string): Promise<DatabaseDetail> {
     const row = await this.resolve(access, slug);
-    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
+    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.get().databaseHealth(row.id)]);
     return {
       ...databaseView(row, null),
       health:
@@ -261,7 +213,7 @@ export class DatabaseService {
   }
 
   /** Marks it `deleting`: the leader removes its server (container and volume), then the record. */
-  async delete(access: Access, slug: string): Promise<DatabaseView> {
+  async delete(access: Access, slug: string): Promise<Database> {
     const row = await this.resolve(access, slug);
     if (row.status !== 'deleting') {
       const now = iso(this.deps.clock.now());
@@ -272,7 +224,7 @@ export class DatabaseService {
       row.status = 'deleting';
       row.updated_at = now;
     }
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, null);
   }
 
@@ -297,7 +249,7 @@ export const databaseHost = (slug: string): string => `${slug}.db`;
 const databaseName = (_type: DatabaseType, slug: string): string => slug;
 
 /** The record as the API shows it: the password (and the connection strings) in full only when `password` is given. */
-export function databaseView(row: DatabaseRow, password: string | null): DatabaseView {
+export function databaseView(row: DatabaseRow, password: string | null): Database {
   const type = row.type as DatabaseType;
   const shown = password ?? MASKED_PASSWORD;
   const address = { type, username: row.username, password: shown, databaseName: row.database_name };

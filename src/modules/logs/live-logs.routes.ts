@@ -4,10 +4,10 @@ import { invalid } from '../../domain/errors.js';
 import type { LogEntry } from '../../domain/logs.js';
 import { MAX_TAIL, type LiveLogs, type LiveStart } from './live.js';
 import { parseTime } from './logs.service.js';
-import type { Services } from '../../app/services.js';
+import type { ProjectService } from '../projects/projects.service.js';
 import { accessOf } from '../../http/auth.js';
 import { serveStream } from '../../http/stream.js';
-import { authErrors } from '../../http/schemas.js';
+import { authErrors, WEBSOCKET_OPENS } from '../../http/schemas.js';
 import { SCOPES } from '../projects/scopes.js';
 
 type Format = 'text' | 'json';
@@ -55,8 +55,7 @@ export function liveFrame(e: LogEntry, format: Format): string {
   });
 }
 
-export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live: LiveLogs }> = async (app, { services, live }) => {
-  const { projects } = services;
+export const liveLogRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; live: LiveLogs }> = async (app, { projects, live }) => {
 
   for (const scope of SCOPES) {
     app.route({
@@ -64,11 +63,12 @@ export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live
       url: `${scope.prefix}/live-logs`,
       config: { action: 'workspace.read', stream: true },
       schema: {
+        operationId: scope.param === 'project_slug' ? 'streamProjectLiveLogs' : 'streamTemplateLiveLogs',
         tags: ['Logs'],
         summary:
           `WebSocket: the ${scope.what}'s runtime log, the last \`tail\` lines (0..1000, default 100) or every line after \`since\` (a line id, RFC 3339 or Unix ms), then every new line; \`format\` \`text\` (default) or \`json\`; refusals arrive as one \`[ERROR] <sentence>\` frame`,
         params: Type.Object({ slug: Type.String(), [scope.param]: Type.String() }),
-        response: { ...authErrors },
+        response: { 101: WEBSOCKET_OPENS, ...authErrors },
       },
       // A plain HTTP GET: refuse like any route would (the project must exist), or point at the handshake.
       handler: async (req) => {

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { Envelope, ErrorEnvelope } from '../../http/schemas.js';
 
-const Ping = Type.Object({ event: Type.Literal('ping') }, { additionalProperties: false });
+export const Ping = Type.Object({ event: Type.Literal('ping') }, { additionalProperties: false });
 
-const Duplicate = Type.Object(
+export const Duplicate = Type.Object(
   {
     event: Type.Literal('push'),
     duplicate: Type.Literal(true),
@@ -30,7 +30,7 @@ const ProjectOutcome = Type.Object(
   { additionalProperties: false },
 );
 
-const Queued = (description: string) =>
+export const Queued = (description: string) =>
   Type.Object(
     {
       event: Type.Literal('push'),
@@ -53,7 +53,7 @@ const Queued = (description: string) =>
     { additionalProperties: false },
   );
 
-const Ignored = Type.Object(
+export const Ignored = Type.Object(
   {
     event: Type.String(),
     ignored: Type.Literal(true),
@@ -88,6 +88,7 @@ const BODY =
   'a wrongly signed one (or an unknown webhook URL) against the client address.';
 
 export const githubAppWebhook = {
+  operationId: 'receiveGitHubAppWebhook',
   tags: ['Webhooks'],
   summary: 'GitHub App webhook: a signed push deploys the projects connected through that installation (no API key)',
   description:
@@ -112,6 +113,7 @@ export const githubAppWebhook = {
 };
 
 export const connectionWebhook = {
+  operationId: 'receiveGitWebhook',
   tags: ['Webhooks'],
   summary: 'Repository webhook of one Git connection: a signed push deploys that connection\'s project (no API key)',
   description:
