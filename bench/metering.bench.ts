@@ -44,7 +44,7 @@ function depsOf(store: Store, clock: FixedClock): Deps {
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
-    platform: { appsDomain: 'apps.bench', routerPort: 8000, startingCredit: 1_000_000, currency: 'USD' },
+    platform: { appsDomain: 'apps.bench', routerPort: 8000 },
     // metering never reads the logs
     logs: undefined as unknown as Deps['logs'],
   };
@@ -55,7 +55,7 @@ async function populate(deps: Deps, workspaces: number): Promise<void> {
   const now = iso(deps.clock.now());
   for (let w = 0; w < workspaces; w++) {
     const user = await findOrCreateUser(deps, deps.store.repos, `owner${w.toString()}@bench.example`);
-    const ws = await deps.store.transaction((tx) => createWorkspace(deps, tx, { name: `ws ${w.toString()}`, slug: `ws-${w.toString()}`, ownerId: user.id, countedFor: null }));
+    const ws = await deps.store.transaction((tx) => createWorkspace(deps, { currency: 'USD', credit: 1_000_000 }, tx, { name: `ws ${w.toString()}`, slug: `ws-${w.toString()}`, ownerId: user.id, countedFor: null }));
     for (let p = 0; p < 8; p++) {
       const id = deps.ids.id();
       const slug = `app-${p.toString()}`;

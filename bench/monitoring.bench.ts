@@ -32,7 +32,8 @@ import { SecretBox } from '../src/adapters/secrets/secret-box.js';
 import { createStore } from '../src/store/db.js';
 import { createWorkspace } from '../src/modules/tenancy/workspaces.service.js';
 import { findOrCreateUser } from '../src/modules/tenancy/users.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../src/modules/uptime/policy.js';
 import { RepoRoot } from '../test/factories/git-server.js';
 import { ensureBaseImage } from '../test/factories/images.js';
 import { startWebhookReceiver } from '../test/factories/webhook-receiver.js';
@@ -62,11 +63,11 @@ async function scale(): Promise<Record<string, unknown>> {
       random: systemRandom,
       ids: idSource(systemClock, systemRandom),
       secrets: new SecretBox(randomBytes(32), systemRandom),
-      platform: { appsDomain: 'apps.bench', routerPort: router.port, startingCredit: 0, currency: 'USD' },
+      platform: { appsDomain: 'apps.bench', routerPort: router.port },
       logs: undefined as unknown as Deps['logs'],
     };
     const user = await findOrCreateUser(deps, store.repos, 'owner@bench.example');
-    const ws = await store.transaction((tx) => createWorkspace(deps, tx, { name: 'ws', slug: 'ws', ownerId: user.id, countedFor: null }));
+    const ws = await store.transaction((tx) => createWorkspace(deps, { currency: 'USD', credit: 0 }, tx, { name: 'ws', slug: 'ws', ownerId: user.id, countedFor: null }));
     const now = iso(new Date());
     for (let i = 0; i < monitors; i++) {
       const id = deps.ids.id();

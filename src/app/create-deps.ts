@@ -1,4 +1,5 @@
-import { Catalog, CatalogError, SHIPPED_CATALOG } from '../modules/templates/catalog.js';
+import { CatalogError, type Catalog } from '../modules/templates/catalog.js';
+import { templateCatalog } from '../modules/templates/policy.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from '../adapters/git/index.js';
 import { PaystackGateway } from '../modules/billing/gateways/paystack.js';
@@ -6,7 +7,16 @@ import { paymentGateways } from '../modules/billing/gateways/sandbox.js';
 import { StripeGateway } from '../modules/billing/gateways/stripe.js';
 import type { Config } from './config.js';
 import type { Deps } from '../modules/deps.js';
+import type { BillingPolicy } from '../modules/billing/policy.js';
+import type { PaymentGateways } from '../modules/billing/wallet.service.js';
+import type { DatabasePolicy } from '../modules/databases/policy.js';
+import type { DomainPolicy } from '../modules/domains/policy.js';
+import type { LogPolicy } from '../modules/logs/policy.js';
+import type { ProjectPolicy } from '../modules/projects/policy.js';
+import type { InvitationPolicy, StartingWallet, TenantLimits } from '../modules/tenancy/policy.js';
+import type { NotifyPolicy, UptimeRules } from '../modules/uptime/policy.js';
 import { systemRandom, systemSources } from '../domain/clock.js';
+import { DEFAULT_UPTIME_RULES } from '../modules/uptime/policy.js';
 import type { GitHubIntegration } from '../modules/github/installations.js';
 import { GitHubOAuth } from '../modules/github/oauth.js';
 import { openLogStore, sqliteLogFile } from '../store/logs/open.js';
@@ -35,30 +45,58 @@ async function guardSecretKey(config: Config, store: Store): Promise<void> {
   }
 }
 
-/** Every service's dependencies, from the configuration and an open store. */
-export async function createDeps(config: Config, store: Store): Promise<Deps> {
+/** Each module's settings (its `policy.ts`), each read by that module alone. */
+export interface Policies {
+  limits: TenantLimits;
+  wallet: StartingWallet;
+  invitations: InvitationPolicy;
+  projects: ProjectPolicy;
+  domains: DomainPolicy;
+  logs: LogPolicy;
+  billing: BillingPolicy;
+  databases: DatabasePolicy;
+  templates: Catalog;
+  notify: NotifyPolicy;
+  uptime: UptimeRules;
+}
+
+/** What the services and workers are built from: the store, the sources, the adapters and each module's policy. */
+export interface Parts extends Deps {
+  /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
+  github?: GitHubIntegration | undefined;
+  /** the payment gateway of each top-up path; a path without one answers 503 */
+  gateways: PaymentGateways;
+  policies: Policies;
+}
+
+/** Each module's policy, from the configuration. */
+export function policiesOf(config: Config, templates: Catalog): Policies {
+  return {
+    limits: config.limits,
+    wallet: { currency: config.currency, credit: config.startingCredit },
+    invitations: { tokenInResponse: config.invitationTokenInResponse, publicUrl: config.publicUrl },
+    projects: { appsDomain: config.appsDomain, routerPort: config.routerListen.port, publicUrl: config.publicUrl },
+    domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
+    logs: { maxBytesPerProject: config.logMaxBytesPerProject },
+    billing: config.billing,
+    databases: config.databases,
+    templates,
+    notify: { allowPrivate: config.notifyAllowPrivate },
+    uptime: { ...DEFAULT_UPTIME_RULES, ...config.uptime },
+  };
+}
+
+/** Every service's and worker's dependencies, from the configuration and an open store. */
+export async function createDeps(config: Config, store: Store): Promise<Parts> {
   await guardSecretKey(config, store);
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
   return {
     store,
     ...systemSources(),
     secrets,
-    platform: {
-      appsDomain: config.appsDomain,
-      routerPort: config.routerListen.port,
-      startingCredit: config.startingCredit,
-      limits: config.limits,
-      currency: config.currency,
-      domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
-      publicUrl: config.publicUrl,
-      invitationTokenInResponse: config.invitationTokenInResponse,
-      logMaxBytesPerProject: config.logMaxBytesPerProject,
-      databases: config.databases,
-      templates: loadCatalog(config),
-      billing: config.billing,
-      notifyAllowPrivate: config.notifyAllowPrivate,
-      uptime: config.uptime,
-    },
+    // what the leader-side workers still read (modules/deps.ts)
+    platform: { appsDomain: config.appsDomain, routerPort: config.routerListen.port, billing: config.billing },
+    policies: policiesOf(config, loadCatalog(config)),
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
@@ -68,7 +106,7 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
 }
 
 /** The payment gateway of each top-up path that has keys configured; the others are off, or the sandbox with `--payments sandbox`. */
-function gateways(config: Config): Deps['gateways'] {
+function gateways(config: Config): PaymentGateways {
   return paymentGateways(
     {
       ...(config.stripe === null ? {} : { gatewaya: new StripeGateway({ name: 'gatewaya', ...config.stripe }) }),
@@ -81,7 +119,7 @@ function gateways(config: Config): Deps['gateways'] {
 /** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */
 function loadCatalog(config: Config): Catalog {
   try {
-    return Catalog.load([SHIPPED_CATALOG, ...(config.templateCatalog === '' ? [] : [config.templateCatalog])]);
+    return templateCatalog(config.templateCatalog);
   } catch (err) {
     if (err instanceof CatalogError) throw new StartError(err.message);
     throw err;

@@ -7,7 +7,7 @@ import Fastify, { type FastifyLoggerOptions } from 'fastify';
 import { destination, type LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { registerProjectGauges } from '../modules/metrics/prometheus.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './create-deps.js';
 import { authPlugin } from '../http/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from '../http/errors.js';
 import { redactUrl } from '../http/redact.js';
@@ -44,7 +44,7 @@ import { ErrorEnvelope } from '../http/schemas.js';
 import { createServices, type Services } from './services.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
 
-export interface AppDeps extends Deps {
+export interface AppDeps extends Parts {
   rateLimit: RateLimit;
   /** Requests from one client address without a valid key (failed auth, invitation accept). */
   anonymousRateLimit: RateLimit;
@@ -128,7 +128,7 @@ export async function buildApp(deps: AppDeps) {
   const services = createServices(deps, (projectId) => { deps.liveLogs?.notify(projectId); });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
-  registerProjectGauges(metrics, deps);
+  registerProjectGauges(metrics, deps.store.repos, deps.clock);
   const latency = new Histogram({
     name: 'slipway_http_request_duration_seconds',
     help: 'HTTP request latency by route and status',
@@ -207,7 +207,7 @@ export async function buildApp(deps: AppDeps) {
   const pool = new AnalysisPool(deps.analysis);
   app.addHook('onClose', async () => pool.close());
   await app.register(analyzeRoutes, {
-    analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm, pool),
+    analysis: new LogAnalysisService(deps.store.repos, deps.logs, services.envVars, llm, pool),
     buckets: new TokenBuckets(deps.analysis?.rateLimit ?? ANALYZE_RATE_LIMIT, deps.clock),
   });
   await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });

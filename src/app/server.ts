@@ -1,7 +1,7 @@
 import { engineContainers } from '../modules/billing/meter.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
 import { UptimeNotifier } from '../modules/uptime/notifier.js';
 import { CrashAlerts } from '../modules/uptime/crash-alerts.js';
 import { ResourceSampler } from '../modules/metrics/metrics.worker.js';
@@ -24,13 +24,12 @@ import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from '../store/db.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
-import { createDeps, StartError } from './create-deps.js';
+import { createDeps, StartError, type Parts } from './create-deps.js';
 import type { Deps } from '../modules/deps.js';
 import type { Engine } from '../domain/ports.js';
 import type { LogStore } from '../domain/logs.js';
 import { LiveLogs } from '../modules/logs/live.js';
 import { LogCollector } from '../modules/logs/collector.js';
-import { databasePolicy } from '../modules/databases/policy.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
 import { LogWriter } from '../modules/logs/log-writer.js';
 import { instanceLabels } from '../modules/deployments/engine/containers.js';
@@ -93,7 +92,7 @@ export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'c
 }
 
 /** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers; and the log collector (the leader's alone). */
-async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger, liveLogs: LiveLogs): Promise<LeaderEngine> {
+async function startEngine(config: Config, deps: Parts, services: Services, log: FastifyBaseLogger, liveLogs: LiveLogs): Promise<LeaderEngine> {
   const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit });
   try {
     await runtime.check();
@@ -105,7 +104,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
   const instance = await instanceId(deps.store);
   const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
-  const notifier = new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log });
+  const notifier = new UptimeNotifier({ deps, policy: deps.policies.notify, log });
   const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
   const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
@@ -145,7 +144,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     ids: deps.ids,
     secrets: deps.secrets,
     runtime,
-    policy: databasePolicy(deps.platform),
+    policy: deps.policies.databases,
     labels,
     sharedPrefix: sharedPrefix(instance),
     network: (ws) => orchestrator.workspaceNetwork(ws),
@@ -165,7 +164,7 @@ async function startEngine(config: Config, deps: Deps, services: Services, log: 
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
-    rules: { ...DEFAULT_UPTIME_RULES, ...deps.platform.uptime },
+    rules: deps.policies.uptime,
   });
   checker.start();
   // what a previous leader queued and did not deliver
@@ -228,7 +227,7 @@ async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
  * `--payments sandbox`: one warning line at every start, naming the top-up paths that credit
  * without payment (docs/billing.md#sandbox), so it is never on unnoticed.
  */
-function warnIfSandbox(deps: Deps, log: FastifyBaseLogger): void {
+function warnIfSandbox(deps: Pick<Parts, 'gateways'>, log: FastifyBaseLogger): void {
   const paths = sandboxPaths(deps.gateways);
   if (paths.length === 0) return;
   log.warn(

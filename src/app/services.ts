@@ -16,7 +16,7 @@ import { UptimeNotifier } from '../modules/uptime/notifier.js';
 import { MetricsService } from '../modules/metrics/metrics.service.js';
 import { TemplateService } from '../modules/templates/templates.service.js';
 import { ApiKeyService } from '../modules/tenancy/api-keys.service.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './create-deps.js';
 import { InvitationService } from '../modules/tenancy/invitations.service.js';
 import { MemberService } from '../modules/tenancy/members.service.js';
 import { WorkspaceService } from '../modules/tenancy/workspaces.service.js';
@@ -54,37 +54,39 @@ const silent = { info: () => undefined, warn: () => undefined, error: () => unde
 export const LEASE_MS = 60_000;
 
 /** `onLogsStored`: lines of the project were stored by this process (the live tail's hub wakes its readers). */
-export function createServices(deps: Deps, onLogsStored: (projectId: string) => void = () => undefined): Services {
-  const apiKeys = new ApiKeyService(deps);
-  const wallets = new WalletService(deps);
-  const installations = new GitHubInstallationService(deps);
-  const queue = new DeployQueue(deps, LEASE_MS);
+export function createServices(deps: Parts, onLogsStored: (projectId: string) => void = () => undefined): Services {
+  const { store, clock, random, ids, secrets, logs, policies } = deps;
+  const { repos } = store;
+  const apiKeys = new ApiKeyService(store, clock, random, ids);
+  const wallets = new WalletService(store, clock, ids, policies.billing, deps.gateways, policies.projects.publicUrl);
+  const installations = new GitHubInstallationService(repos, clock, random, secrets, deps.github);
+  const queue = new DeployQueue(store, clock, ids, LEASE_MS);
   const engine = new EngineHandle();
-  const projects = new ProjectService(deps, () => engine, wallets);
-  const git = new GitService(deps);
-  const deploys = new DeployService(deps, queue, wallets, engine);
-  const envVars = new EnvService(deps);
-  const databases = new DatabaseService(deps, wallets, engine);
+  const projects = new ProjectService(store, clock, ids, policies.projects, policies.limits, logs, () => engine, wallets);
+  const git = new GitService(repos, clock, random, secrets, policies.projects, deps.github);
+  const deploys = new DeployService(repos, clock, ids, policies.limits, queue, wallets, engine);
+  const envVars = new EnvService(store, clock, ids, secrets, policies.projects);
+  const databases = new DatabaseService(store, clock, random, ids, secrets, policies.databases, policies.limits, wallets, engine);
   return {
     apiKeys,
-    workspaces: new WorkspaceService(deps),
-    members: new MemberService(deps),
-    invitations: new InvitationService(deps, apiKeys),
+    workspaces: new WorkspaceService(store, clock, ids, policies.limits, policies.wallet, logs),
+    members: new MemberService(store, clock),
+    invitations: new InvitationService(store, clock, random, ids, policies.invitations, apiKeys, deps.mailer),
     wallets,
     projects,
     installations,
     git,
-    deployments: new DeploymentService(deps),
-    buildLog: new BuildLog(deps, onLogsStored),
+    deployments: new DeploymentService(repos),
+    buildLog: new BuildLog(repos, logs, clock, onLogsStored),
     queue,
     deploys,
     engine,
     envVars,
-    domains: new DomainService(deps, (projectId) => engine.routesChanged(projectId)),
-    uptime: new UptimeService(deps, new UptimeNotifier({ deps, policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false }, log: silent })),
-    logs: new LogService(deps),
+    domains: new DomainService(store, clock, random, ids, policies.domains, policies.projects, (projectId) => engine.routesChanged(projectId)),
+    uptime: new UptimeService(repos, clock, ids, secrets, policies.projects, policies.notify, new UptimeNotifier({ deps, policy: policies.notify, log: silent })),
+    logs: new LogService(repos, logs, clock, secrets, policies.logs),
     databases,
-    templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
-    metrics: new MetricsService(deps),
+    templates: new TemplateService(store, random, policies.templates, policies.projects, wallets, projects, envVars, databases, deploys, git),
+    metrics: new MetricsService(repos, clock),
   };
 }

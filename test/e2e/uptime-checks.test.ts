@@ -6,7 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../../src/modules/uptime/policy.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { runningProject, setClock } from '../factories/billing.js';
 import { closeServer } from '../factories/git-server.js';

@@ -6,7 +6,8 @@
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeploymentView } from '../../src/modules/projects/views.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../../src/modules/uptime/policy.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { quietLog } from '../factories/harness.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';

@@ -1,6 +1,6 @@
-import type { Platform } from '../deps.js';
+import type { ProjectPolicy } from './policy.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { DeploymentRow, GitConnectionsTable } from '../../store/schema.js';
+import type { DeploymentRow, GitConnectionRow } from '../../store/repositories/index.js';
 import { toNumber } from '../../store/dialects.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
 
@@ -18,10 +18,10 @@ export interface GitView {
 }
 
 /** `POST /api/webhooks/github/<id>`, under --public-url when it is set, else the path alone. */
-export const webhookUrl = (webhookId: string | null, platform: Pick<Platform, 'publicUrl'>): string | null =>
-  webhookId === null ? null : `${(platform.publicUrl ?? '').replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
+export const webhookUrl = (webhookId: string | null, policy: Pick<ProjectPolicy, 'publicUrl'>): string | null =>
+  webhookId === null ? null : `${policy.publicUrl.replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
 
-export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitView => ({
+export const gitView = (row: GitConnectionRow, policy: Pick<ProjectPolicy, 'publicUrl'>): GitView => ({
   repo_full_name: row.repo_full_name,
   branch: row.branch,
   installation_id: toNumber(row.installation_id),
@@ -30,7 +30,7 @@ export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publ
   root_dir: row.root_dir,
   created_at: row.created_at,
   updated_at: row.updated_at,
-  webhook_url: webhookUrl(row.webhook_id, platform),
+  webhook_url: webhookUrl(row.webhook_id, policy),
 });
 
 export interface ProjectView {
@@ -49,8 +49,8 @@ export interface ProjectView {
   updated_at: string;
 }
 
-export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
-  const domain = defaultDomain(row, platform.appsDomain);
+export function projectView(row: ProjectRecord, _workspaceSlug: string, policy: ProjectPolicy, git: GitConnectionRow | undefined): ProjectView {
+  const domain = defaultDomain(row, policy.appsDomain);
   return {
     id: row.id,
     name: row.name,
@@ -61,8 +61,8 @@ export function projectView(row: ProjectRecord, _workspaceSlug: string, platform
     cpu: row.cpu,
     ram: row.ram,
     default_domain: domain,
-    url: defaultUrl(domain, platform.routerPort),
-    git: git === undefined ? null : gitView(git, platform),
+    url: defaultUrl(domain, policy.routerPort),
+    git: git === undefined ? null : gitView(git, policy),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -1,6 +1,5 @@
 import type { Role } from '../../domain/roles.js';
-import type { ApiKeysTable, MemberStatus, WorkspacesTable } from '../../store/schema.js';
-import type { InvitationRow } from '../../store/repositories/index.js';
+import type { ApiKeyRow, InvitationRow, MemberDetail, WorkspaceRow } from '../../store/repositories/index.js';
 
 export interface WorkspaceSettings {
   default_region?: string;
@@ -28,7 +27,7 @@ export function parseSettings(text: string): WorkspaceSettings {
   return { ...DEFAULT_SETTINGS, ...(JSON.parse(text) as Partial<WorkspaceSettings>) };
 }
 
-export function workspaceView(row: WorkspacesTable, role?: Role): WorkspaceView {
+export function workspaceView(row: WorkspaceRow, role?: Role): WorkspaceView {
   return {
     id: row.id,
     name: row.name,
@@ -47,7 +46,7 @@ export interface MemberView {
   name: string;
   role: Role;
   /** `pending`: offered, not yet accepted by the user (it grants nothing) */
-  status: MemberStatus;
+  status: MemberDetail['status'];
   joined_at: string;
 }
 
@@ -61,7 +60,7 @@ export interface ApiKeyView {
   last_used_at: string | null;
 }
 
-export const apiKeyView = (row: ApiKeysTable): ApiKeyView => ({
+export const apiKeyView = (row: ApiKeyRow): ApiKeyView => ({
   id: row.id,
   name: row.name,
   key_prefix: row.key_prefix,

@@ -1,8 +1,9 @@
 import { request } from 'node:http';
-import { iso } from '../../domain/clock.js';
+import { iso, type Sources } from '../../domain/clock.js';
 import type { Deps } from '../deps.js';
+import { DEFAULT_UPTIME_RULES, type UptimeRules } from './policy.js';
 import { defaultDomain } from '../projects/resolve.js';
-import type { MonitorState, MonitorTarget, Rollup, UptimeNotificationRow } from '../../store/repositories/index.js';
+import type { MonitorState, MonitorTarget, Repositories, Rollup, UptimeNotificationRow } from '../../store/repositories/index.js';
 import type { AlertEvent } from '../../adapters/notify/channels.js';
 
 /** What one check found. */
@@ -17,17 +18,6 @@ export interface CheckResult {
 
 /** How a check reaches a project: by its host name, through the router. */
 export type Probe = (host: string, path: string, timeoutMs: number) => Promise<CheckResult>;
-
-export interface UptimeRules {
-  /** consecutive failed checks before `down` (the second one is the confirming re-check) */
-  failures: number;
-  /** consecutive successful checks before `up` again */
-  successes: number;
-  /** how soon a check that would change the status is confirmed, instead of waiting the interval */
-  recheckMs: number;
-}
-
-export const DEFAULT_UPTIME_RULES: UptimeRules = { failures: 2, successes: 2, recheckMs: 2_000 };
 
 /** Upper bounds (ms) of the response-time histogram of the hourly sums; the last bucket is everything slower. */
 export const UPTIME_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000] as const;
@@ -288,7 +278,7 @@ class Moved extends Error {}
  * queued now. `sending`: the caller delivers them itself (a test), so the notifier's queue
  * (`pending`) never picks them up as well.
  */
-export async function queueNotifications(deps: Deps, uptime: Deps['store']['repos']['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null, status: 'pending' | 'sending' = 'pending'): Promise<UptimeNotificationRow[]> {
+export async function queueNotifications(deps: Pick<Sources, 'ids'>, uptime: Repositories['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null, status: 'pending' | 'sending' = 'pending'): Promise<UptimeNotificationRow[]> {
   const queued: UptimeNotificationRow[] = [];
   const channels = [...(m.chat_webhook_url === null ? [] : ['webhook']), ...(m.notify_email === null ? [] : ['email'])];
   for (const channel of channels) {

@@ -53,6 +53,15 @@ export interface Repositories {
   metrics: MetricsRepository;
 }
 
+/**
+ * Part of the store, as a service takes it: the repositories `K`, read directly or inside one
+ * transaction (whose repositories are bound to it). The store itself is one for any `K`.
+ */
+export interface StoreScope<K extends keyof Repositories> {
+  readonly repos: Pick<Repositories, K>;
+  transaction<T>(fn: (tx: Pick<Repositories, K>) => Promise<T>): Promise<T>;
+}
+
 /** The repositories over `db`: the store's Kysely instance, or one of its transactions; `cache`: the store's. */
 export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCache): Repositories {
   return {
@@ -85,6 +94,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
 export type { ApiKeyRow, KeyWithUser } from './api-keys.js';
 export type { BuildLogLine } from './build-logs.js';
 export type { DeploymentChanges } from './deploy-queue.js';
+export type { DeploymentRow } from '../schema.js';
 export type { RoutableDeployment } from './deployments.js';
 export type { DatabaseEventRow, DatabaseRow } from './databases.js';
 export type { DomainRow } from './domains.js';
