@@ -141,6 +141,7 @@ async function startEngine(config: Config, deps: Parts, services: Services, log:
   const databases = new DatabaseWorker({
     store: deps.store,
     clock: deps.clock,
+    random: deps.random,
     ids: deps.ids,
     secrets: deps.secrets,
     runtime,

@@ -34,6 +34,7 @@ export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorke
   const worker = new DatabaseWorker({
     store: s.store,
     clock: systemClock,
+    random: s.deps.random,
     ids: s.deps.ids,
     secrets: s.deps.secrets,
     runtime: opts.runtime ?? new DockerRuntime({ docker: new Docker() }),

@@ -1,4 +1,4 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type Random } from '../../domain/clock.js';
 import type { Deps } from '../deps.js';
 import { sendEmail, sendWebhook, type AlertEvent, type DeliveryResult } from '../../adapters/notify/channels.js';
 import type { TargetPolicy } from '../../adapters/notify/ssrf.js';
@@ -87,8 +87,8 @@ export class UptimeNotifier {
     return result;
   }
 
-  private retries(): { attempts?: number; backoffMs?: number } {
-    return { ...(this.o.attempts === undefined ? {} : { attempts: this.o.attempts }), ...(this.o.backoffMs === undefined ? {} : { backoffMs: this.o.backoffMs }) };
+  private retries(): { attempts?: number; backoffMs?: number; clock: Clock; random: Random } {
+    return { clock: this.o.deps.clock, random: this.o.deps.random, ...(this.o.attempts === undefined ? {} : { attempts: this.o.attempts }), ...(this.o.backoffMs === undefined ? {} : { backoffMs: this.o.backoffMs }) };
   }
 
   /** What the notification says: its project, its address and the incident it is about. */

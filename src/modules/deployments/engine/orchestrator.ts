@@ -223,7 +223,7 @@ export class Orchestrator implements LeaderEngine {
   }
 
   databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
-    return databaseHealthOf(this.o.runtime, databaseId).catch(() => null);
+    return databaseHealthOf(this.o.runtime, databaseId, this.o.deps.clock).catch(() => null);
   }
 
   /** The workspace's network, created when missing: the managed databases join the apps' network. */
