@@ -28,6 +28,12 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** The part of the store a worker uses: these repositories, and transactions over them (a Store is one). */
+export interface StoreOf<K extends keyof Repositories> {
+  readonly repos: Pick<Repositories, K>;
+  transaction<T>(fn: (tx: Pick<Repositories, K>) => Promise<T>): Promise<T>;
+}
+
 export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url);
 
 /** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */

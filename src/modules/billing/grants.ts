@@ -1,6 +1,6 @@
 import { iso, type Sources } from '../../domain/clock.js';
 import { floorMinor, microsPerMinor, minorDigits, scaledDecimal } from '../../domain/money.js';
-import type { StoreScope } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 
 /** Why a grant was refused: a sentence for the operator. */
 export class GrantError extends Error {
@@ -33,7 +33,7 @@ const REASON_MAX = 500;
  * decimals (checked exactly).
  */
 export async function grantCredit(
-  store: StoreScope<'workspaces' | 'wallets'>,
+  store: StoreOf<'workspaces' | 'wallets'>,
   sources: Pick<Sources, 'clock' | 'ids'>,
   input: { workspace: string; amount: string; reason?: string | undefined },
 ): Promise<Grant> {

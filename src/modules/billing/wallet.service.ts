@@ -1,7 +1,8 @@
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
-import type { LedgerRow, PaymentRow, StoreScope, Usage, Wallet } from '../../store/repositories/index.js';
+import type { LedgerRow, PaymentRow, Usage, Wallet } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Access } from '../tenancy/context.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
@@ -102,7 +103,7 @@ export class WalletService {
   onCredited: (workspaceId: string) => void = () => undefined;
 
   constructor(
-    private readonly store: StoreScope<'wallets' | 'billing' | 'payments'>,
+    private readonly store: StoreOf<'wallets' | 'billing' | 'payments'>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly policy: BillingPolicy,

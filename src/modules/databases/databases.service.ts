@@ -16,7 +16,8 @@ import {
 import { invalid, notFound } from '../../domain/errors.js';
 import type { Engine } from '../../domain/ports.js';
 import { slugify } from '../../domain/slug.js';
-import type { DatabaseRow, Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { Access } from '../tenancy/context.js';
 import { holdDatabaseRoom, holdMemoryRoom, type TenantLimits } from '../tenancy/policy.js';
@@ -87,7 +88,7 @@ export class DatabaseService {
   private work: DatabaseWork = idle;
 
   constructor(
-    private readonly store: StoreScope<'databases' | 'capacity' | 'meta'>,
+    private readonly store: StoreOf<'databases' | 'capacity' | 'meta'>,
     private readonly clock: Clock,
     private readonly random: Random,
     private readonly ids: IdSource,

@@ -1,7 +1,8 @@
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { next, type DeploymentEvent } from '../../domain/deployment.js';
 import type { DeploymentSource } from '../../domain/deployment.js';
-import type { DeploymentRow, StoreScope } from '../../store/repositories/index.js';
+import type { DeploymentRow } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 
 export interface EnqueueInput {
   projectId: string;
@@ -35,7 +36,7 @@ const INTERRUPTED = 'Interrupted: the Slipway process that ran this deployment s
  */
 export class DeployQueue {
   constructor(
-    private readonly store: StoreScope<'projects' | 'deployQueue'>,
+    private readonly store: StoreOf<'projects' | 'deployQueue'>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly leaseMs: number,

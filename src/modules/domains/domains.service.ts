@@ -5,7 +5,8 @@ import { everyInterval } from '../../domain/periodic.js';
 import type { DomainPolicy } from './policy.js';
 import type { ProjectPolicy } from '../projects/policy.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import type { DomainRow, StoreScope } from '../../store/repositories/index.js';
+import type { DomainRow } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Access } from '../tenancy/context.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 
@@ -106,7 +107,7 @@ export class DomainService {
   private previousPass: number | undefined;
 
   constructor(
-    private readonly store: StoreScope<'projects' | 'domains'>,
+    private readonly store: StoreOf<'projects' | 'domains'>,
     private readonly clock: Clock,
     private readonly random: Random,
     private readonly ids: IdSource,

@@ -3,7 +3,8 @@ import { conflict, invalid, notFound } from '../../domain/errors.js';
 import { passwordContext } from '../databases/policy.js';
 import { referenceProblem, resolveReferences } from '../databases/references.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import type { DatabaseRow, EnvVarRow, Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { DatabaseRow, EnvVarRow, Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { ProjectPolicy } from '../projects/policy.js';
 import type { Access } from '../tenancy/context.js';
@@ -91,7 +92,7 @@ function checkTotal(vars: Iterable<readonly [string, string]>): void {
  */
 export class EnvService {
   constructor(
-    private readonly store: StoreScope<EnvTables>,
+    private readonly store: StoreOf<EnvTables>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly secrets: Pick<SecretBox, 'seal' | 'open' | 'tryOpen'>,

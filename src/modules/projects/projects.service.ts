@@ -5,7 +5,8 @@ import type { Engine } from '../../domain/ports.js';
 import { slugify } from '../../domain/slug.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Access } from '../tenancy/context.js';
-import type { Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import { holdMemoryRoom, holdProjectRoom, type TenantLimits } from '../tenancy/policy.js';
 import type { ProjectPolicy } from './policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
@@ -50,7 +51,7 @@ class NameTaken extends Error {}
 
 export class ProjectService {
   constructor(
-    private readonly store: StoreScope<'projects' | 'gitConnections' | 'deployments' | InstanceTables>,
+    private readonly store: StoreOf<'projects' | 'gitConnections' | 'deployments' | InstanceTables>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly policy: ProjectPolicy,

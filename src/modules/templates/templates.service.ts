@@ -4,7 +4,7 @@ import { generatePassword, type DatabaseType } from '../../domain/database.js';
 import { conflict, invalid, notFound } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { uuidv4, type Random } from '../../domain/clock.js';
-import type { StoreScope } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { ProjectPolicy } from '../projects/policy.js';
 import type { DeployService } from '../deployments/deploy.service.js';
 import type { EnvService } from '../env/env.service.js';
@@ -50,7 +50,7 @@ export type DeployMode = 'image' | 'build';
  */
 export class TemplateService {
   constructor(
-    private readonly store: StoreScope<'projects' | 'gitConnections' | 'databases'>,
+    private readonly store: StoreOf<'projects' | 'gitConnections' | 'databases'>,
     private readonly random: Random,
     /** the catalog in force: the shipped one and `--template-catalog`'s entries */
     private readonly catalog: Catalog,

@@ -2,7 +2,8 @@ import { addDays, iso, type Clock, type IdSource, type Random } from '../../doma
 import { forbidden, notFound, unauthorized } from '../../domain/errors.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from '../../domain/keys.js';
 import { atLeast } from '../../domain/roles.js';
-import type { Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Access, Caller } from './context.js';
 import { apiKeyView, type ApiKeyView } from './views.js';
 
@@ -21,7 +22,7 @@ export class ApiKeyService {
   private readonly touched = new Map<string, number>();
 
   constructor(
-    private readonly store: StoreScope<'apiKeys'>,
+    private readonly store: StoreOf<'apiKeys'>,
     private readonly clock: Clock,
     private readonly random: Random,
     private readonly ids: IdSource,

@@ -3,7 +3,7 @@ import { AppError, conflict, Duplicate, forbidden, notFound, unauthorized } from
 import { INVITATION_TOKEN_PATTERN, newInvitationToken, sha256Hex } from '../../domain/keys.js';
 import type { Role } from '../../domain/roles.js';
 import { MailSendError, type Mailer, type MailMessage } from '../../adapters/notify/mailer.js';
-import type { StoreScope } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { ApiKeyService } from './api-keys.service.js';
 import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
 import type { Access, Caller, UserRow, WorkspaceRow } from './context.js';
@@ -38,7 +38,7 @@ const UNDELIVERABLE =
 
 export class InvitationService {
   constructor(
-    private readonly store: StoreScope<'invitations' | 'members' | 'users' | 'workspaces' | 'apiKeys'>,
+    private readonly store: StoreOf<'invitations' | 'members' | 'users' | 'workspaces' | 'apiKeys'>,
     private readonly clock: Clock,
     private readonly random: Random,
     private readonly ids: IdSource,

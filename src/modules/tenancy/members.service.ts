@@ -1,14 +1,15 @@
 import { iso, type Clock } from '../../domain/clock.js';
 import { conflict, forbidden, notFound } from '../../domain/errors.js';
 import { atLeast, type Role } from '../../domain/roles.js';
-import type { Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { PendingMembership } from '../../store/repositories/members.js';
 import type { Access, Caller } from './context.js';
 import type { MemberView } from './views.js';
 
 export class MemberService {
   constructor(
-    private readonly store: StoreScope<'users' | 'members' | 'apiKeys'>,
+    private readonly store: StoreOf<'users' | 'members' | 'apiKeys'>,
     private readonly clock: Clock,
   ) {}
 

@@ -2,7 +2,8 @@ import { iso, type Clock, type IdSource, type Sources } from '../../domain/clock
 import { forbidden, invalid } from '../../domain/errors.js';
 import type { LogStore } from '../../domain/logs.js';
 import { RESERVED_WORKSPACE_SLUGS } from '../../domain/slug.js';
-import type { Repositories, StoreScope } from '../../store/repositories/index.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import { holdWorkspaceRoom, type StartingWallet, type TenantLimits } from './policy.js';
 import type { Access, Caller, WorkspaceRow } from './context.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
@@ -43,7 +44,7 @@ export async function createWorkspace(
 
 export class WorkspaceService {
   constructor(
-    private readonly store: StoreScope<'users' | 'workspaces'>,
+    private readonly store: StoreOf<'users' | 'workspaces'>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly limits: TenantLimits,

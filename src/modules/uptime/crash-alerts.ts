@@ -46,7 +46,7 @@ export class CrashAlerts implements CrashSink {
     const monitor = await repos.uptime.find(projectId);
     this.o.log.warn({ project: projectId, deployment: deploymentId, kind, cause, notified: monitor !== undefined }, 'crash');
     if (monitor === undefined) return false;
-    const queued = await queueNotifications(this.o.deps, repos.uptime, monitor, `crash:${kind}:${deploymentId}`, 'crash', iso(this.o.deps.clock.now()), cause);
+    const queued = await queueNotifications(this.o.deps.ids, repos.uptime, monitor, `crash:${kind}:${deploymentId}`, 'crash', iso(this.o.deps.clock.now()), cause);
     if (queued.length > 0) this.o.onQueued();
     return queued.length > 0;
   }

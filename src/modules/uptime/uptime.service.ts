@@ -197,7 +197,7 @@ export class UptimeService {
       throw invalid('The monitor has neither chat_webhook_url nor notify_email: set one with PUT …/uptime first.');
     }
     const now = iso(this.clock.now());
-    const queued = await queueNotifications({ ids: this.ids }, this.repos.uptime, monitor, `test:${this.ids.id()}`, 'test', now, null, 'sending');
+    const queued = await queueNotifications(this.ids, this.repos.uptime, monitor, `test:${this.ids.id()}`, 'test', now, null, 'sending');
     const view: TestView = { webhook: null, email: null };
     for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { iso, type Sources } from '../../domain/clock.js';
+import { iso, type IdSource } from '../../domain/clock.js';
 import type { Deps } from '../deps.js';
 import { DEFAULT_UPTIME_RULES, type UptimeRules } from './policy.js';
 import { defaultDomain } from '../projects/resolve.js';
@@ -249,7 +249,7 @@ export class UptimeChecker {
         last_error: result.error,
       });
       if (!ok) throw new Moved();
-      if (e.transition !== null && incident !== null) await queueNotifications(deps, tx.uptime, m, `${e.transition}:${incident}`, e.transition, at);
+      if (e.transition !== null && incident !== null) await queueNotifications(deps.ids, tx.uptime, m, `${e.transition}:${incident}`, e.transition, at);
       return true;
     }).catch((err: unknown) => {
       if (err instanceof Moved) return false;
@@ -278,11 +278,11 @@ class Moved extends Error {}
  * queued now. `sending`: the caller delivers them itself (a test), so the notifier's queue
  * (`pending`) never picks them up as well.
  */
-export async function queueNotifications(deps: Pick<Sources, 'ids'>, uptime: Repositories['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null, status: 'pending' | 'sending' = 'pending'): Promise<UptimeNotificationRow[]> {
+export async function queueNotifications(ids: IdSource, uptime: Repositories['uptime'], m: Pick<MonitorTarget, 'project_id' | 'chat_webhook_url' | 'notify_email'>, transition: string, event: AlertEvent['kind'], at: string, cause: string | null = null, status: 'pending' | 'sending' = 'pending'): Promise<UptimeNotificationRow[]> {
   const queued: UptimeNotificationRow[] = [];
   const channels = [...(m.chat_webhook_url === null ? [] : ['webhook']), ...(m.notify_email === null ? [] : ['email'])];
   for (const channel of channels) {
-    const row: UptimeNotificationRow = { id: deps.ids.id(), project_id: m.project_id, event, transition, channel, cause, status, attempts: 0, response_status: null, error: null, created_at: at, sent_at: null };
+    const row: UptimeNotificationRow = { id: ids.id(), project_id: m.project_id, event, transition, channel, cause, status, attempts: 0, response_status: null, error: null, created_at: at, sent_at: null };
     if (await uptime.addNotification(row)) queued.push(row);
   }
   return queued;

@@ -53,15 +53,6 @@ export interface Repositories {
   metrics: MetricsRepository;
 }
 
-/**
- * Part of the store, as a service takes it: the repositories `K`, read directly or inside one
- * transaction (whose repositories are bound to it). The store itself is one for any `K`.
- */
-export interface StoreScope<K extends keyof Repositories> {
-  readonly repos: Pick<Repositories, K>;
-  transaction<T>(fn: (tx: Pick<Repositories, K>) => Promise<T>): Promise<T>;
-}
-
 /** The repositories over `db`: the store's Kysely instance, or one of its transactions; `cache`: the store's. */
 export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCache): Repositories {
   return {
