@@ -57,7 +57,7 @@ export const LEASE_MS = 60_000;
 export function createServices(deps: Parts, onLogsStored: (projectId: string) => void = () => undefined): Services {
   const { store, clock, random, ids, secrets, logs, policies } = deps;
   const { repos } = store;
-  const apiKeys = new ApiKeyService(store, clock, random, ids);
+  const apiKeys = new ApiKeyService(repos, clock, random, ids);
   const wallets = new WalletService(store, clock, ids, policies.billing, deps.gateways, policies.projects.publicUrl);
   const installations = new GitHubInstallationService(repos, clock, random, secrets, deps.github);
   const queue = new DeployQueue(store, clock, ids, LEASE_MS);

@@ -22,7 +22,7 @@ export async function createUser(config: Config, input: { email: string; workspa
   const store = await createStore(config.databaseUrl, { readConnection: false });
   try {
     const deps = systemSources();
-    const keys = new ApiKeyService(store, deps.clock, deps.random, deps.ids);
+    const keys = new ApiKeyService(store.repos, deps.clock, deps.random, deps.ids);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
     return await store.transaction(async (tx) => {

@@ -3,7 +3,6 @@ import { forbidden, notFound, unauthorized } from '../../domain/errors.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from '../../domain/keys.js';
 import { atLeast } from '../../domain/roles.js';
 import type { Repositories } from '../../store/repositories/index.js';
-import type { StoreOf } from '../../store/db.js';
 import type { Access, Caller } from './context.js';
 import { apiKeyView, type ApiKeyView } from './views.js';
 
@@ -22,7 +21,7 @@ export class ApiKeyService {
   private readonly touched = new Map<string, number>();
 
   constructor(
-    private readonly store: StoreOf<'apiKeys'>,
+    private readonly repos: Pick<Repositories, 'apiKeys'>,
     private readonly clock: Clock,
     private readonly random: Random,
     private readonly ids: IdSource,
@@ -52,7 +51,7 @@ export class ApiKeyService {
   }
 
   create(access: Access, input: { name: string; expires_in_days?: number | undefined }): Promise<CreatedKey> {
-    return this.issue(this.store.repos, {
+    return this.issue(this.repos, {
       userId: access.caller.user.id,
       workspaceId: access.workspace.id,
       name: input.name,
@@ -63,11 +62,11 @@ export class ApiKeyService {
   /** Admins and owners see every live key of the workspace; members see their own. */
   async list(access: Access): Promise<ApiKeyView[]> {
     const own = atLeast(access.role, 'admin') ? undefined : access.caller.user.id;
-    return (await this.store.repos.apiKeys.listLive(access.workspace.id, own)).map(apiKeyView);
+    return (await this.repos.apiKeys.listLive(access.workspace.id, own)).map(apiKeyView);
   }
 
   async revoke(access: Access, keyId: string): Promise<ApiKeyView> {
-    const { apiKeys } = this.store.repos;
+    const { apiKeys } = this.repos;
     const row = await apiKeys.findLive(access.workspace.id, keyId);
     if (row === undefined) throw notFound('API key');
     if (row.user_id !== access.caller.user.id && !atLeast(access.role, 'admin')) {
@@ -82,7 +81,7 @@ export class ApiKeyService {
     if (key === undefined || key === '') throw unauthorized('An API key is required in the X-API-Key header.');
     if (!API_KEY_PATTERN.test(key)) throw unauthorized('The API key is not valid.');
     const digest = sha256Hex(key);
-    const { apiKeys } = this.store.repos;
+    const { apiKeys } = this.repos;
     const found = await apiKeys.findByDigest(digest);
     if (found === undefined || !digestsEqual(found.key.key_hash, digest)) throw unauthorized('The API key is not valid.');
     const { key: row, user } = found;
