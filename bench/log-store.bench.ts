@@ -74,7 +74,7 @@ async function ingest(logs: LogStore, total: number): Promise<{ lines: number; s
 
 /** The same lines through the batching writer (what the collector uses), written as 50-line chunks. */
 async function viaWriter(logs: LogStore, total: number, offset: number): Promise<{ lines: number; lines_per_s: number; dropped: number }> {
-  const writer = new LogWriter({ store: logs, maxBatchLines: BATCH, maxBufferedLines: 4 * BATCH, flushEveryMs: 50 });
+  const writer = new LogWriter({ logs, maxBatchLines: BATCH, maxBufferedLines: 4 * BATCH, flushEveryMs: 50 });
   const started = performance.now();
   let written = 0;
   for (let i = 0; i < total; i += 50) {

@@ -18,8 +18,7 @@ import Database from 'better-sqlite3';
 import { sql } from 'kysely';
 import { meterPass, type EngineContainer } from '../src/modules/billing/meter.js';
 import { DEFAULT_BILLING_POLICY } from '../src/modules/billing/policy.js';
-import type { Deps } from '../src/modules/deps.js';
-import { idSource, iso, systemRandom, type Clock } from '../src/domain/clock.js';
+import { idSource, iso, systemRandom, type Clock, type Sources } from '../src/domain/clock.js';
 import { charge, rateQ } from '../src/domain/money.js';
 import { SecretBox } from '../src/adapters/secrets/secret-box.js';
 import { createStore, type Store } from '../src/store/db.js';
@@ -37,6 +36,9 @@ class FixedClock implements Clock {
   }
 }
 
+/** What the bench builds its rows and workers from. */
+type Deps = Sources & { store: Store; secrets: SecretBox };
+
 function depsOf(store: Store, clock: FixedClock): Deps {
   return {
     store,
@@ -44,9 +46,6 @@ function depsOf(store: Store, clock: FixedClock): Deps {
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
-    platform: { appsDomain: 'apps.bench', routerPort: 8000 },
-    // metering never reads the logs
-    logs: undefined as unknown as Deps['logs'],
   };
 }
 
@@ -111,7 +110,7 @@ async function slipway(label: string, url: string, workspaces: number, minutes: 
     for (let i = 0; i < minutes; i++) {
       const before = store.dialect === 'sqlite' ? await changes() : 0;
       const t0 = performance.now();
-      const r = await meterPass(deps, containers, clock.now());
+      const r = await meterPass({ store, clock, ids: deps.ids, prices: DEFAULT_BILLING_POLICY.prices }, containers, clock.now());
       times.push(performance.now() - t0);
       if (store.dialect === 'sqlite' && i === 5) writes = (await changes()) - before;
       running = r.running;

@@ -25,11 +25,11 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import Docker from 'dockerode';
 import { instanceLabels, podsOf } from '../src/modules/deployments/engine/containers.js';
-import type { Deps } from '../src/modules/deps.js';
 import { idSource, iso, systemClock, systemRandom } from '../src/domain/clock.js';
 import { DockerRuntime } from '../src/adapters/runtime/docker/docker.runtime.js';
 import { SecretBox } from '../src/adapters/secrets/secret-box.js';
 import { createStore } from '../src/store/db.js';
+import type { Sources } from '../src/domain/clock.js';
 import { createWorkspace } from '../src/modules/tenancy/workspaces.service.js';
 import { findOrCreateUser } from '../src/modules/tenancy/users.js';
 import { routerProbe, UptimeChecker } from '../src/modules/uptime/uptime.worker.js';
@@ -57,14 +57,12 @@ async function scale(): Promise<Record<string, unknown>> {
   const router = await fakeRouter();
   try {
     const store = await createStore(join(dir, 'slipway.db'));
-    const deps: Deps = {
+    const deps: Sources & { store: typeof store; secrets: SecretBox } = {
       store,
       clock: systemClock,
       random: systemRandom,
       ids: idSource(systemClock, systemRandom),
       secrets: new SecretBox(randomBytes(32), systemRandom),
-      platform: { appsDomain: 'apps.bench', routerPort: router.port },
-      logs: undefined as unknown as Deps['logs'],
     };
     const user = await findOrCreateUser(deps, store.repos, 'owner@bench.example');
     const ws = await store.transaction((tx) => createWorkspace(deps, { currency: 'USD', credit: 0 }, tx, { name: 'ws', slug: 'ws', ownerId: user.id, countedFor: null }));
@@ -79,7 +77,7 @@ async function scale(): Promise<Record<string, unknown>> {
     // Slipway's checker
     const late: number[] = [];
     const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m: string) => { console.error(m, o); } };
-    const checker = new UptimeChecker({ deps, probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
+    const checker = new UptimeChecker({ store: deps.store, clock: deps.clock, random: deps.random, ids: deps.ids, appsDomain: 'apps.bench', probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     checker.start();

@@ -6,7 +6,9 @@ import { PaystackGateway } from '../modules/billing/gateways/paystack.js';
 import { paymentGateways } from '../modules/billing/gateways/sandbox.js';
 import { StripeGateway } from '../modules/billing/gateways/stripe.js';
 import type { Config } from './config.js';
-import type { Deps } from '../modules/deps.js';
+import type { Clock, IdSource, Random } from '../domain/clock.js';
+import type { LogStore } from '../domain/logs.js';
+import type { Mailer } from '../adapters/notify/mailer.js';
 import type { BillingPolicy } from '../modules/billing/policy.js';
 import type { PaymentGateways } from '../modules/billing/wallet.service.js';
 import type { DatabasePolicy } from '../modules/databases/policy.js';
@@ -61,7 +63,16 @@ export interface Policies {
 }
 
 /** What the services and workers are built from: the store, the sources, the adapters and each module's policy. */
-export interface Parts extends Deps {
+export interface Parts {
+  store: Store;
+  clock: Clock;
+  random: Random;
+  ids: IdSource;
+  secrets: SecretBox;
+  /** the apps' runtime logs (docs/logs.md); closed after the store's users stop */
+  logs: LogStore;
+  /** outgoing e-mail (`--smtp-url`); absent: Slipway sends none */
+  mailer?: Mailer | undefined;
   /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
   github?: GitHubIntegration | undefined;
   /** the payment gateway of each top-up path; a path without one answers 503 */
@@ -94,8 +105,6 @@ export async function createDeps(config: Config, store: Store): Promise<Parts> {
     store,
     ...systemSources(),
     secrets,
-    // what the leader-side workers still read (modules/deps.ts)
-    platform: { appsDomain: config.appsDomain, routerPort: config.routerListen.port, billing: config.billing },
     policies: policiesOf(config, loadCatalog(config)),
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),

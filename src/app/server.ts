@@ -25,7 +25,6 @@ import type { Config } from './config.js';
 import { createStore, instanceId, type Store } from '../store/db.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
 import { createDeps, StartError, type Parts } from './create-deps.js';
-import type { Deps } from '../modules/deps.js';
 import type { Engine } from '../domain/ports.js';
 import type { LogStore } from '../domain/logs.js';
 import { LiveLogs } from '../modules/logs/live.js';
@@ -61,7 +60,7 @@ async function ownContainer(runtime: DockerRuntime, log: FastifyBaseLogger): Pro
  * answers HTTP-01, and carries the certificate manager, which starts after the data plane and
  * stops before it, inside the router's own start() and stop().
  */
-export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
+export async function createRouter(config: Config, deps: Pick<Parts, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
   const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log, clock: deps.clock };
   const { acme } = config;
   if (acme === null) return createRouterDriver(router);
@@ -104,11 +103,25 @@ async function startEngine(config: Config, deps: Parts, services: Services, log:
   const instance = await instanceId(deps.store);
   const labels = instanceLabels(instance);
   // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
-  const notifier = new UptimeNotifier({ deps, policy: deps.policies.notify, log });
-  const crashes = new CrashAlerts({ deps, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, store: deps.store, clock: deps.clock, labels, log });
+  const notifier = new UptimeNotifier({
+    repos: deps.store.repos,
+    clock: deps.clock,
+    random: deps.random,
+    secrets: deps.secrets,
+    mailer: deps.mailer,
+    appsDomain: deps.policies.projects.appsDomain,
+    routerPort: deps.policies.projects.routerPort,
+    policy: deps.policies.notify,
+    log,
+  });
+  const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
+  const sampler = new ResourceSampler({ runtime, metrics: deps.store.repos.metrics, clock: deps.clock, labels, log });
   const orchestrator = new Orchestrator({
-    deps,
+    repos: deps.store.repos,
+    dialect: deps.store.dialect,
+    clock: deps.clock,
+    ids: deps.ids,
+    appsDomain: deps.policies.projects.appsDomain,
     queue: services.queue,
     buildLog: services.buildLog,
     envVars: services.envVars,
@@ -139,7 +152,7 @@ async function startEngine(config: Config, deps: Parts, services: Services, log:
   }
   const collector = await startCollector(config, deps, runtime, liveLogs, log);
   const databases = new DatabaseWorker({
-    store: deps.store,
+    repos: deps.store.repos,
     clock: deps.clock,
     random: deps.random,
     ids: deps.ids,
@@ -155,13 +168,26 @@ async function startEngine(config: Config, deps: Parts, services: Services, log:
   });
   databases.start();
   services.databases.attach(databases);
-  const billing = new BillingWorker(deps, allWork(services.deploys, services.databases), log, engineContainers(runtime, labels));
+  const billing = new BillingWorker({
+    store: deps.store,
+    clock: deps.clock,
+    ids: deps.ids,
+    policy: deps.policies.billing,
+    mailer: deps.mailer,
+    work: allWork(services.deploys, services.databases),
+    log,
+    containers: engineContainers(runtime, labels),
+  });
   services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
   billing.start();
   void crashes.watch(runtime, labels);
   sampler.start();
   const checker = new UptimeChecker({
-    deps,
+    store: deps.store,
+    clock: deps.clock,
+    random: deps.random,
+    ids: deps.ids,
+    appsDomain: deps.policies.projects.appsDomain,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
@@ -196,15 +222,15 @@ async function startEngine(config: Config, deps: Parts, services: Services, log:
 const loopbackOf = (host: string): string => (host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
 
 /** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
-async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
+async function startCollector(config: Config, deps: Parts, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
   const writer = new LogWriter({
-    store: deps.logs,
+    logs: deps.logs,
     onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
     onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
   });
   const collector = new LogCollector({
     runtime,
-    store: deps.logs,
+    logs: deps.logs,
     writer,
     labels: instanceLabels(await instanceId(deps.store)),
     // a project's, or a managed database's (its server's lines are kept under its id)
@@ -220,8 +246,8 @@ async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime
  * The engine of a standby (another process holds the deploy-engine lease): the status view
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
-async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), deps);
+async function observeEngine(config: Config, deps: Parts): Promise<Engine> {
+  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**
@@ -275,7 +301,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     const engine =
       config.engine === 'docker'
         ? await superviseEngine({
-            store: deps.store,
+            leases: deps.store.repos.leases,
             clock: deps.clock,
             ids: deps.ids,
             log: app.log,

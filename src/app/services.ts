@@ -83,7 +83,7 @@ export function createServices(deps: Parts, onLogsStored: (projectId: string) =>
     engine,
     envVars,
     domains: new DomainService(store, clock, random, ids, policies.domains, policies.projects, (projectId) => engine.routesChanged(projectId)),
-    uptime: new UptimeService(repos, clock, ids, secrets, policies.projects, policies.notify, new UptimeNotifier({ deps, policy: policies.notify, log: silent })),
+    uptime: new UptimeService(repos, clock, ids, secrets, policies.projects, policies.notify, new UptimeNotifier({ repos, clock, random, secrets, mailer: deps.mailer, appsDomain: policies.projects.appsDomain, routerPort: policies.projects.routerPort, policy: policies.notify, log: silent })),
     logs: new LogService(repos, logs, clock, secrets, policies.logs),
     databases,
     templates: new TemplateService(store, random, policies.templates, policies.projects, wallets, projects, envVars, databases, deploys, git),

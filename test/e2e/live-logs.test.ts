@@ -37,7 +37,7 @@ describe.each(STORE_KINDS)('live log stream on %s', (kind) => {
     w = await makeWorkspace(s);
     // as the collector will: this process's batches wake its live tail at once
     writer = new LogWriter({
-      store: s.logStore,
+      logs: s.logStore,
       flushEveryMs: 20,
       onStored: (projects) => {
         for (const p of projects) s.liveLogs.notify(p);

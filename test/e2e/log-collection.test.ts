@@ -63,8 +63,8 @@ describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
     const store = opts.append === undefined ? s.logStore : { append: opts.append };
     const c = new LogCollector({
       runtime,
-      store: s.logStore,
-      writer: opts.writer ?? new LogWriter({ store, flushEveryMs: 50, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      logs: s.logStore,
+      writer: opts.writer ?? new LogWriter({ logs: store, flushEveryMs: 50, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
       ...(opts.pauseAtBufferedLines === undefined ? {} : { pauseAtBufferedLines: opts.pauseAtBufferedLines }),
       labels,
       projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined,
@@ -232,7 +232,7 @@ describe.each(STORE_KINDS)('log collection from the engine (%s)', (kind) => {
     const p = await makeProject(s, w);
     // a slow store: each batch takes 150 ms, and the writer holds at most 3,000 lines
     const slow = { append: async (batch: LogBatch) => { await new Promise((res) => setTimeout(res, 150)); await s.logStore.append(batch); } };
-    const writer = new LogWriter({ store: slow, flushEveryMs: 50, maxBatchLines: 500, maxBufferedLines: 3000 });
+    const writer = new LogWriter({ logs: slow, flushEveryMs: 50, maxBatchLines: 500, maxBufferedLines: 3000 });
     const c = collector({ writer, pauseAtBufferedLines: 1000, ratePerSecond: 1_000_000 });
     await c.start();
     await container(p, 'seq 1 12000; sleep 3600');

@@ -77,8 +77,8 @@ describe.each(STORE_KINDS)('uptime checks on %s', (kind) => {
     w = await makeWorkspace(s);
     project = await runningProject(s, w.id, { replicas: 1, cpu: '0.5', ram: '0.5' });
     host = `${(await s.store.db.selectFrom('projects').select('host_label').where('id', '=', project.id).executeTakeFirstOrThrow()).host_label}.apps.test`;
-    notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
-    checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
+    notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, random: s.deps.random, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.policies.projects.appsDomain, routerPort: s.deps.policies.projects.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.policies.projects.appsDomain, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
   });
   afterAll(async () => {
     await checker.stop();

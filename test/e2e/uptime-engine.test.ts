@@ -5,7 +5,7 @@
 // it is checked raises no alarm. Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
 import { DEFAULT_UPTIME_RULES } from '../../src/modules/uptime/policy.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
@@ -36,7 +36,7 @@ describe('uptime checks on the engine', () => {
     await receiver.close();
   }, 120_000);
 
-  const deployed = () => deployAndSettle<DeploymentView>(fx.s, fx.w.member.key, api());
+  const deployed = () => deployAndSettle<Deployment>(fx.s, fx.w.member.key, api());
 
   it('goes down when the app stops answering its health path, notifies once, comes back, and raises no alarm during a redeploy', async () => {
     const { s, w, engine } = fx;
@@ -48,8 +48,8 @@ describe('uptime checks on the engine', () => {
     const put = await s.request('PUT', `${api()}/uptime`, { key: w.member.key, body: { enabled: true, check_interval_sec: 10, check_path: '/health.html', chat_webhook_url: `${receiver.url}/ops` } });
     expect(put.status, put.text).toBe(200);
 
-    const notifier = new UptimeNotifier({ deps: s.deps, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
-    const checker = new UptimeChecker({ deps: s.deps, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
+    const notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, random: s.deps.random, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.policies.projects.appsDomain, routerPort: s.deps.policies.projects.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    const checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.policies.projects.appsDomain, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
     const after = async (ms: number) => {
       s.clock.advance(ms);
       await checker.tick();
@@ -88,11 +88,11 @@ describe('uptime checks on the engine', () => {
       expect(receiver.delivered().map((d) => (d.body as { event: string }).event)).toEqual(['down', 'up']);
 
       // a redeploy while checks go on: the router keeps serving, and nothing is notified
-      const queued = await s.request<DeploymentView>('POST', `${api()}/redeploy`, { key: w.member.key });
+      const queued = await s.request<Deployment>('POST', `${api()}/redeploy`, { key: w.member.key });
       expect(queued.status).toBe(202);
       for (let i = 0; i < 40; i++) {
         await after(2_000);
-        const d = (await s.request<DeploymentView>('GET', `${api()}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
+        const d = (await s.request<Deployment>('GET', `${api()}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
         if (d?.status === 'running') break;
         await new Promise((res) => setTimeout(res, 250));
       }

@@ -27,7 +27,16 @@ export function billingWorker(s: TestServer, containers: EngineContainers = stor
     warn: (obj, msg) => logged.push({ level: 'warn', obj, msg }),
     error: (obj, msg) => logged.push({ level: 'error', obj, msg }),
   };
-  const worker = new BillingWorker(s.deps, allWork(s.services.deploys, s.services.databases), log, containers);
+  const worker = new BillingWorker({
+    store: s.store,
+    clock: s.deps.clock,
+    ids: s.deps.ids,
+    policy: s.deps.policies.billing,
+    mailer: s.deps.mailer,
+    work: allWork(s.services.deploys, s.services.databases),
+    log,
+    containers,
+  });
   s.services.wallets.onCredited = (ws) => {
     worker.credited(ws);
   };

@@ -32,7 +32,7 @@ export interface TestDatabaseWorkerOptions {
 export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorkerOptions = {}): Promise<DatabaseWorker> {
   const instance = await instanceId(s.store);
   const worker = new DatabaseWorker({
-    store: s.store,
+    repos: s.store.repos,
     clock: systemClock,
     random: s.deps.random,
     ids: s.deps.ids,

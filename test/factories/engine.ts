@@ -64,7 +64,11 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router'), clock: s.deps.clock });
   const instance = await instanceId(s.store);
   const orchestrator = new Orchestrator({
-    deps: s.deps,
+    repos: s.store.repos,
+    dialect: s.store.dialect,
+    clock: s.deps.clock,
+    ids: s.deps.ids,
+    appsDomain: s.deps.policies.projects.appsDomain,
     queue: s.services.queue,
     buildLog: s.services.buildLog,
     envVars: s.services.envVars,
@@ -99,8 +103,8 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   if (opts.logs === true) {
     collector = new LogCollector({
       runtime,
-      store: s.logStore,
-      writer: new LogWriter({ store: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
+      logs: s.logStore,
+      writer: new LogWriter({ logs: s.logStore, onStored: (ps) => { for (const p of ps) s.liveLogs.notify(p); } }),
       labels: instanceLabels(instance),
       projectExists: async (id) => (await s.store.repos.projects.status(id)) !== undefined || (await s.store.repos.databases.byId(id)) !== undefined,
       log: opts.log ?? quiet,

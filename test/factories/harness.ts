@@ -146,8 +146,6 @@ export async function startTestServer(
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
     logs: logStore,
-    // what the leader-side workers still read (src/modules/deps.ts)
-    platform: { appsDomain: policies.projects.appsDomain, routerPort: policies.projects.routerPort, billing: policies.billing },
     policies,
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),

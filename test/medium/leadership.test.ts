@@ -76,8 +76,8 @@ describe.each(STORE_KINDS)('leadership on %s', (kind) => {
   function contenders(clockA = new TestClock(), clockB = clockA, storeA = one) {
     events = [];
     const name = `lease-${(n++).toString()}`;
-    const a = new Leadership({ store: storeA, clock: clockA, log: logTo('a'), name, holder: 'a', ttlMs: TTL });
-    const b = new Leadership({ store: two, clock: clockB, log: logTo('b'), name, holder: 'b', ttlMs: TTL });
+    const a = new Leadership({ leases: storeA.repos.leases, clock: clockA, log: logTo('a'), name, holder: 'a', ttlMs: TTL });
+    const b = new Leadership({ leases: two.repos.leases, clock: clockB, log: logTo('b'), name, holder: 'b', ttlMs: TTL });
     const row = () => one.db.selectFrom('leases').selectAll().where('name', '=', name).executeTakeFirst();
     return { name, a, b, row };
   }
@@ -116,7 +116,7 @@ describe.each(STORE_KINDS)('leadership on %s', (kind) => {
     const clock = new TestClock();
     const { name } = contenders(clock);
     const racers = [0, 1, 2, 3, 4, 5].map(
-      (i) => new Leadership({ store: i % 2 === 0 ? one : two, clock, log: logTo(`h${i.toString()}`), name, holder: `h${i.toString()}`, ttlMs: TTL }),
+      (i) => new Leadership({ leases: (i % 2 === 0 ? one : two).repos.leases, clock, log: logTo(`h${i.toString()}`), name, holder: `h${i.toString()}`, ttlMs: TTL }),
     );
     for (const round of [1, 2]) {
       const won = await Promise.all(racers.map((r) => r.tryAcquire()));
@@ -324,7 +324,7 @@ describe.each(STORE_KINDS)('leadership on %s', (kind) => {
       const full = await createStore(old.url);
       try {
         const clock = new TestClock();
-        const lease = new Leadership({ store: full, clock, log: logTo('m'), name: 'deploy-engine', holder: 'm', ttlMs: TTL });
+        const lease = new Leadership({ leases: full.repos.leases, clock, log: logTo('m'), name: 'deploy-engine', holder: 'm', ttlMs: TTL });
         expect(await lease.tryAcquire()).toBe(true);
         expect(await lease.holder()).toEqual({ holder: 'm', expiresAt: at(T0 + TTL) });
       } finally {

@@ -337,9 +337,9 @@ describe.each(STORE_KINDS)('log store conformance on %s', (kind) => {
     it('batches lines and stores each container cursor with its lines', async () => {
       const p = fresh('p');
       const g = gated();
-      const writer = new LogWriter({ store: g.store, flushEveryMs: 3_600_000, maxBatchLines: 4 });
+      const writer = new LogWriter({ logs: g.store, flushEveryMs: 3_600_000, maxBatchLines: 4 });
       const stored: string[] = [];
-      const w2 = new LogWriter({ store: g.store, flushEveryMs: 3_600_000, maxBatchLines: 4, onStored: (ps) => stored.push(...ps) });
+      const w2 = new LogWriter({ logs: g.store, flushEveryMs: 3_600_000, maxBatchLines: 4, onStored: (ps) => stored.push(...ps) });
       for (let i = 0; i < 3; i++) expect(writer.write(lines(p, i * 3 + 1, 3), cursor('w1', p, 'ws-main', i + 1))).toBe(3);
       await writer.flush();
       expect(writer.buffered).toBe(0);
@@ -360,7 +360,7 @@ describe.each(STORE_KINDS)('log store conformance on %s', (kind) => {
       const p = fresh('p');
       const g = gated();
       g.hold();
-      const writer = new LogWriter({ store: g.store, flushEveryMs: 3_600_000, maxBatchLines: 2, maxBufferedLines: 5 });
+      const writer = new LogWriter({ logs: g.store, flushEveryMs: 3_600_000, maxBatchLines: 2, maxBufferedLines: 5 });
       expect(writer.write(lines(p, 1, 3))).toBe(3); // a batch of 3 goes out and waits at the gate
       expect(writer.buffered).toBe(3);
       expect(writer.write(lines(p, 4, 4), cursor('d1', p))).toBe(2);
@@ -378,7 +378,7 @@ describe.each(STORE_KINDS)('log store conformance on %s', (kind) => {
       const p = fresh('p');
       const g = gated();
       const errors: unknown[] = [];
-      const writer = new LogWriter({ store: g.store, flushEveryMs: 3_600_000, maxBatchLines: 100, onError: (e) => errors.push(e) });
+      const writer = new LogWriter({ logs: g.store, flushEveryMs: 3_600_000, maxBatchLines: 100, onError: (e) => errors.push(e) });
       writer.write(lines(p, 1, 3));
       g.fail.next = true;
       expect(await code(writer.flush())).not.toBe('resolved');

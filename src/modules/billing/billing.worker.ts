@@ -1,10 +1,11 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { floorMinor, microsPerMinor, minorDigits, minorPerMajor } from '../../domain/money.js';
 import { everyInterval } from '../../domain/periodic.js';
-import type { Deps } from '../deps.js';
+import type { Mailer } from '../../adapters/notify/mailer.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Wallet } from '../../store/repositories/index.js';
-import { meterPass, type EngineContainers, type MeterPass } from './meter.js';
-import { billingPolicy } from './policy.js';
+import { meterPass, type EngineContainers, type MeterPass, type Metering } from './meter.js';
+import type { BillingPolicy } from './policy.js';
 
 /** What stops and resumes a workspace's work: its projects and instances (DeployService), its databases (DatabaseService). */
 export interface WorkControl {
@@ -28,6 +29,22 @@ export interface BillingLog {
   error(obj: object, msg: string): void;
 }
 
+export interface BillingWorkerOptions {
+  /** the meters and accruals, the wallets, and the workspaces' names and owners for the notices */
+  store: StoreOf<'billing' | 'wallets' | 'workspaces' | 'members'>;
+  clock: Clock;
+  ids: IdSource;
+  /** the prices and the grace period */
+  policy: Pick<BillingPolicy, 'prices' | 'graceMs'>;
+  /** the owners' notices (`--smtp-url`); absent: a log line only */
+  mailer?: Mailer | undefined;
+  /** what stops and resumes a workspace's work */
+  work: WorkControl;
+  log: BillingLog;
+  /** what the engine runs: the containers metered (engineContainers() over the runtime) */
+  containers: EngineContainers;
+}
+
 /** A wallet notice: below the alert threshold, empty (the grace period starts), suspended. */
 export type Notice = 'below' | 'empty' | 'suspended';
 
@@ -44,13 +61,25 @@ export class BillingWorker {
   private stopTimer: (() => Promise<void>) | null = null;
   private running: Promise<void> | null = null;
 
-  constructor(
-    private readonly deps: Deps,
-    private readonly work: WorkControl,
-    private readonly log: BillingLog,
-    /** what the engine runs: the containers metered (engineContainers() over the runtime) */
-    private readonly containers: EngineContainers,
-  ) {}
+  private readonly store: BillingWorkerOptions['store'];
+  private readonly clock: Clock;
+  private readonly graceMs: number;
+  private readonly mailer: Mailer | undefined;
+  private readonly work: WorkControl;
+  private readonly log: BillingLog;
+  private readonly containers: EngineContainers;
+  private readonly metering: Metering;
+
+  constructor(o: BillingWorkerOptions) {
+    this.store = o.store;
+    this.clock = o.clock;
+    this.graceMs = o.policy.graceMs;
+    this.mailer = o.mailer;
+    this.work = o.work;
+    this.log = o.log;
+    this.containers = o.containers;
+    this.metering = { store: o.store, clock: o.clock, ids: o.ids, prices: o.policy.prices };
+  }
 
   start(everyMs = BILLING_PASS_MS): void {
     this.stopTimer = everyInterval(() => this.pass().then(() => undefined), everyMs, (err) => {
@@ -75,7 +104,7 @@ export class BillingWorker {
     if (this.running !== null) return this.running.then(() => null);
     let result: MeterPass | null = null;
     this.running = (async () => {
-      result = await meterPass(this.deps, await this.containers());
+      result = await meterPass(this.metering, await this.containers());
       await this.checkWallets();
     })().finally(() => {
       this.running = null;
@@ -84,8 +113,8 @@ export class BillingWorker {
   }
 
   async checkWallets(): Promise<void> {
-    const unbilled = await this.deps.store.repos.billing.unbilledByWorkspace();
-    for (const wallet of await this.deps.store.repos.wallets.all()) {
+    const unbilled = await this.store.repos.billing.unbilledByWorkspace();
+    for (const wallet of await this.store.repos.wallets.all()) {
       // one workspace whose work cannot be stopped or resumed now (a shared server down) does not hold up the others
       try {
         await this.check(wallet, unbilled.get(wallet.workspace_id) ?? 0);
@@ -96,12 +125,12 @@ export class BillingWorker {
   }
 
   async checkWallet(workspaceId: string): Promise<void> {
-    const wallet = await this.deps.store.repos.wallets.get(workspaceId);
-    if (wallet !== undefined) await this.check(wallet, await this.deps.store.repos.billing.unbilled(workspaceId));
+    const wallet = await this.store.repos.wallets.get(workspaceId);
+    if (wallet !== undefined) await this.check(wallet, await this.store.repos.billing.unbilled(workspaceId));
   }
 
   private async check(wallet: Wallet, unbilledMicros: number): Promise<void> {
-    const now = this.deps.clock.now();
+    const now = this.clock.now();
     const available = wallet.balance_micros - unbilledMicros;
     const threshold = wallet.alert_threshold * microsPerMinor(wallet.currency);
     const alerts = new Set(wallet.alerts_sent);
@@ -124,7 +153,7 @@ export class BillingWorker {
         alerts.add('empty');
         notices.push('empty');
       }
-      if (now.getTime() >= Date.parse(emptySince) + billingPolicy(this.deps.platform).graceMs && !alerts.has('suspended')) {
+      if (now.getTime() >= Date.parse(emptySince) + this.graceMs && !alerts.has('suspended')) {
         alerts.add('suspended');
         notices.push('suspended');
       }
@@ -136,7 +165,7 @@ export class BillingWorker {
       this.log.info({ workspace: wallet.workspace_id, resumed }, 'wallet credited: suspended work resumed');
     }
     // The state moves conditionally: a second process looking at the same moment sends nothing.
-    if (changed && !(await this.deps.store.repos.wallets.setState(wallet.workspace_id, wallet, { empty_since: emptySince, alerts }, iso(now)))) return;
+    if (changed && !(await this.store.repos.wallets.setState(wallet.workspace_id, wallet, { empty_since: emptySince, alerts }, iso(now)))) return;
     for (const notice of notices) await this.notify(wallet, notice, available, emptySince);
     // Suspension is looked at every pass while it lasts: work started meanwhile is stopped too.
     if (alerts.has('suspended')) {
@@ -147,11 +176,11 @@ export class BillingWorker {
 
   /** E-mails the workspace's owners (without a mailer: a log line). Never fails the pass. */
   private async notify(wallet: Wallet, notice: Notice, availableMicros: number, emptySince: string | null): Promise<void> {
-    const workspace = await this.deps.store.repos.workspaces.byId(wallet.workspace_id);
+    const workspace = await this.store.repos.workspaces.byId(wallet.workspace_id);
     if (workspace === undefined) return;
     const c = wallet.currency;
     const balance = `${(floorMinor(availableMicros, c) / minorPerMajor(c)).toFixed(minorDigits(c))} ${c}`;
-    const suspendAt = emptySince === null ? '' : iso(new Date(Date.parse(emptySince) + billingPolicy(this.deps.platform).graceMs));
+    const suspendAt = emptySince === null ? '' : iso(new Date(Date.parse(emptySince) + this.graceMs));
     const texts: Record<Notice, { subject: string; text: string }> = {
       below: {
         subject: `Slipway: the wallet of ${workspace.name} is below its alert threshold`,
@@ -166,8 +195,8 @@ export class BillingWorker {
         text: `The wallet of workspace ${workspace.slug} stayed empty past the grace period, so its apps were stopped (their data and volumes are kept). A top-up that brings the balance above 0 starts them again.`,
       },
     };
-    const owners = (await this.deps.store.repos.members.list(wallet.workspace_id)).filter((m) => m.role === 'owner' && m.status === 'active');
-    const mailer = this.deps.mailer;
+    const owners = (await this.store.repos.members.list(wallet.workspace_id)).filter((m) => m.role === 'owner' && m.status === 'active');
+    const { mailer } = this;
     this.log.info({ workspace: wallet.workspace_id, notice, owners: owners.length, mailed: mailer !== undefined }, 'wallet notice');
     if (mailer === undefined) return;
     for (const owner of owners) {

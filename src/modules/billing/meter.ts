@@ -1,10 +1,9 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { charge, rateQ, thousandths, type Meterable, type Prices } from '../../domain/money.js';
-import type { Deps } from '../deps.js';
 import { DATABASE_LABEL } from '../../domain/database.js';
 import type { Runtime } from '../../domain/runtime.js';
+import type { StoreOf } from '../../store/db.js';
 import { ConcurrentChange, type Meter, type RunningResource, type Usage } from '../../store/repositories/billing.js';
-import { billingPolicy } from './policy.js';
 
 const MINUTE_MS = 60_000;
 
@@ -18,6 +17,15 @@ export interface MeterPass {
   posted: number;
   /** workspaces skipped because another process metered them at the same moment (they are done next pass) */
   raced: number;
+}
+
+/** What a metering pass uses: the meters and accruals, and the ledger its finished hours are posted to. */
+export interface Metering {
+  store: StoreOf<'billing' | 'wallets'>;
+  clock: Clock;
+  /** the ids of the ledger rows */
+  ids: IdSource;
+  prices: Prices;
 }
 
 /** A container of a project, template instance or database as the engine reports it (docs/billing.md#metering). */
@@ -89,9 +97,8 @@ const meterableOf = (c: Metered): Meterable => (c.kind === 'database' ? { kind: 
  * roll back, never a minute charged twice. A pass that dies half-way leaves each workspace
  * either metered or not.
  */
-export async function meterPass(deps: Deps, containers: readonly EngineContainer[], now: Date = deps.clock.now()): Promise<MeterPass> {
-  const { store } = deps;
-  const prices = billingPolicy(deps.platform).prices;
+export async function meterPass(metering: Metering, containers: readonly EngineContainer[], now: Date = metering.clock.now()): Promise<MeterPass> {
+  const { store, prices } = metering;
   const minute = Math.floor(now.getTime() / MINUTE_MS);
   const resources = await store.repos.billing.resources([...new Set(containers.map((c) => c.resource))]);
   const meters = await store.repos.billing.meters();
@@ -142,7 +149,7 @@ export async function meterPass(deps: Deps, containers: readonly EngineContainer
     }
   }
   await store.repos.billing.dropIdleMeters(minute - IDLE_METER_KEEP_MINUTES);
-  result.posted = await postFinishedHours(deps, minute);
+  result.posted = await postFinishedHours(metering, minute);
   return result;
 }
 
@@ -169,7 +176,7 @@ function metered(c: EngineContainer, r: RunningResource): Metered {
  * does not charge again a minute that one charged.
  */
 async function meterOne(
-  billing: Deps['store']['repos']['billing'],
+  billing: Metering['store']['repos']['billing'],
   c: Metered,
   meter: Meter | null,
   legacy: Meter | null,
@@ -229,8 +236,7 @@ function usageOf(c: Metered, minutes: number, micros: number): Usage {
  * `usage`) and the balance change, in one transaction that also takes the accruals out, so that
  * an hour is never posted twice. Returns the workspaces posted.
  */
-async function postFinishedHours(deps: Deps, minute: number): Promise<number> {
-  const { store } = deps;
+async function postFinishedHours({ store, clock, ids }: Metering, minute: number): Promise<number> {
   const hour = hourOf(minute);
   let posted = 0;
   for (const workspaceId of await store.repos.billing.dueWorkspaces(hour)) {
@@ -245,9 +251,9 @@ async function postFinishedHours(deps: Deps, minute: number): Promise<number> {
         }
         const first = usage[0]?.hour ?? hour;
         const last = usage[usage.length - 1]?.hour ?? hour;
-        const at = iso(deps.clock.now());
+        const at = iso(clock.now());
         await tx.wallets.post({
-          id: deps.ids.id(),
+          id: ids.id(),
           workspaceId,
           type: 'usage',
           amountMicros: -total,

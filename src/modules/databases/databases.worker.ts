@@ -4,8 +4,7 @@ import { iso } from '../../domain/clock.js';
 import { DATABASE_LABEL, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
 import { HostPortTakenError, type ContainerInfo, type Runtime } from '../../domain/runtime.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
-import type { Store } from '../../store/db.js';
-import type { DatabaseRow } from '../../store/repositories/index.js';
+import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
 import { serverName } from './health.js';
 import { passwordContext, type DatabasePolicy } from './policy.js';
 import { localImage, login as realLogin, SERVERS } from './servers.js';
@@ -20,7 +19,8 @@ export interface DatabaseWorkerLog {
 }
 
 export interface DatabaseWorkerOptions {
-  store: Store;
+  /** the databases (the work queue) and their workspaces */
+  repos: Pick<Repositories, 'databases' | 'workspaces'>;
   clock: Clock;
   random: Random;
   ids: IdSource;
@@ -30,7 +30,7 @@ export interface DatabaseWorkerOptions {
   /** this installation's labels (its instance): every container and volume carries them */
   labels: Readonly<Record<string, string>>;
   /** the workspace's network, created when missing (the deploy engine's, so that apps and databases share it) */
-  network(ws: { id: string; slug: string }): Promise<string>;
+  network: (ws: { id: string; slug: string }) => Promise<string>;
   /** published: Slipway reaches a database on its published port; network: on its address on the workspace network */
   upstreamMode: 'published' | 'network';
   log: DatabaseWorkerLog;
@@ -74,13 +74,46 @@ export class DatabaseWorker {
   private readonly login: (a: DatabaseAddress) => Promise<void>;
   private readonly shared: (type: DatabaseType, url: string) => SharedServer;
 
-  constructor(private readonly o: DatabaseWorkerOptions) {
+  private readonly repos: DatabaseWorkerOptions['repos'];
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly ids: IdSource;
+  private readonly secrets: SecretBox;
+  private readonly runtime: DatabaseWorkerOptions['runtime'];
+  private readonly policy: DatabasePolicy;
+  private readonly labels: Readonly<Record<string, string>>;
+  private readonly network: (ws: { id: string; slug: string }) => Promise<string>;
+  private readonly upstreamMode: 'published' | 'network';
+  private readonly log: DatabaseWorkerLog;
+  private readonly pollMs: number;
+  private readonly reconcileEveryMs: number;
+  private readonly pullTimeoutMs: number;
+  private readonly logs: Pick<LogStore, 'deleteProject'> | undefined;
+  private readonly sharedPrefix: string;
+
+  constructor(o: DatabaseWorkerOptions) {
+    this.repos = o.repos;
+    this.clock = o.clock;
+    this.random = o.random;
+    this.ids = o.ids;
+    this.secrets = o.secrets;
+    this.runtime = o.runtime;
+    this.policy = o.policy;
+    this.labels = o.labels;
+    this.network = o.network;
+    this.upstreamMode = o.upstreamMode;
+    this.log = o.log;
+    this.pollMs = o.pollMs ?? POLL_MS;
+    this.reconcileEveryMs = o.reconcileEveryMs ?? RECONCILE_EVERY_MS;
+    this.pullTimeoutMs = o.pullTimeoutMs ?? 300_000;
+    this.logs = o.logs;
+    this.sharedPrefix = o.sharedPrefix;
     this.login = o.login ?? realLogin;
     this.shared = o.sharedServer ?? sharedServer;
   }
 
   start(): void {
-    this.timer = setInterval(() => { this.wake(); }, this.o.pollMs ?? POLL_MS);
+    this.timer = setInterval(() => { this.wake(); }, this.pollMs);
     this.timer.unref();
     this.wake();
   }
@@ -107,7 +140,7 @@ export class DatabaseWorker {
           await this.pass();
         } while (this.repeat());
       } catch (err) {
-        this.o.log.error({ err }, 'database worker: a pass failed; trying again shortly');
+        this.log.error({ err }, 'database worker: a pass failed; trying again shortly');
       } finally {
         this.running = null;
       }
@@ -126,18 +159,18 @@ export class DatabaseWorker {
   }
 
   private async pass(): Promise<void> {
-    const repos = this.o.store.repos.databases;
+    const repos = this.repos.databases;
     for (const row of await repos.withStatus(['provisioning', 'deleting'])) {
       if (this.stopped) return;
       if (this.busy.has(row.id)) continue;
       const shared = row.provisioner === 'shared';
       const job = (row.status === 'provisioning' ? (shared ? this.provisionShared(row) : this.provision(row)) : shared ? this.removeShared(row) : this.remove(row))
-        .catch((err: unknown) => { this.o.log.error({ err, database: row.id }, 'database worker: unexpected failure'); })
+        .catch((err: unknown) => { this.log.error({ err, database: row.id }, 'database worker: unexpected failure'); })
         .finally(() => { this.busy.delete(row.id); });
       this.busy.set(row.id, job);
     }
-    const now = this.o.clock.now().getTime();
-    if (now - this.lastReconcile >= (this.o.reconcileEveryMs ?? RECONCILE_EVERY_MS)) {
+    const now = this.clock.now().getTime();
+    if (now - this.lastReconcile >= (this.reconcileEveryMs)) {
       this.lastReconcile = now;
       await this.reconcile();
     }
@@ -147,9 +180,9 @@ export class DatabaseWorker {
 
   private async provision(row: DatabaseRow): Promise<void> {
     const type = row.type as DatabaseType;
-    const started = this.o.clock.now().getTime();
+    const started = this.clock.now().getTime();
     try {
-      const ws = await this.o.store.repos.workspaces.byId(row.workspace_id);
+      const ws = await this.repos.workspaces.byId(row.workspace_id);
       if (ws === undefined) return;
       const image = row.image ?? (await this.chooseImage(row, type));
       if (row.image === null) await this.patch(row, { image });
@@ -161,11 +194,11 @@ export class DatabaseWorker {
         error: null,
         ...this.external(info),
       });
-      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.o.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
     } catch (err) {
       if (this.stopped) return;
       const message = err instanceof Error ? err.message : String(err);
-      this.o.log.warn({ database: row.id, error: message }, 'database provisioning failed');
+      this.log.warn({ database: row.id, error: message }, 'database provisioning failed');
       const ok = await this.patch(row, { status: 'failed', error: message });
       if (ok) await this.event(row, `Failed: ${message}`);
     }
@@ -176,7 +209,7 @@ export class DatabaseWorker {
    * crash stopped it halfway), then a real login with its own credentials before `running`.
    */
   private async provisionShared(row: DatabaseRow): Promise<void> {
-    const started = this.o.clock.now().getTime();
+    const started = this.clock.now().getTime();
     try {
       const server = this.sharedFor(row);
       const address = this.addressOf(row, server.host, server.port);
@@ -184,11 +217,11 @@ export class DatabaseWorker {
       await server.create({ name: row.username, password: address.password });
       await this.waitForLogin(row, address);
       const ok = await this.patch(row, { status: 'running', error: null });
-      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.o.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
     } catch (err) {
       if (this.stopped) return;
       const message = sharedError(err);
-      this.o.log.warn({ database: row.id, error: message }, 'database provisioning on a shared server failed');
+      this.log.warn({ database: row.id, error: message }, 'database provisioning on a shared server failed');
       const ok = await this.patch(row, { status: 'failed', error: message });
       if (ok) await this.event(row, `Failed: ${message}`);
     }
@@ -210,7 +243,7 @@ export class DatabaseWorker {
   /** The server a shared database lives on: the one configured for its type now. */
   private sharedFor(row: DatabaseRow): SharedServer {
     const type = row.type as DatabaseType;
-    const url = this.o.policy.shared[type];
+    const url = this.policy.shared[type];
     if (url === undefined) throw new Error(`no shared ${type} server is configured any more (--database-shared-${type}).`);
     return this.shared(type, url);
   }
@@ -220,22 +253,22 @@ export class DatabaseWorker {
    * `slipway-local/<type>:latest` (an air-gapped host), said in the log and the events.
    */
   private async chooseImage(row: DatabaseRow, type: DatabaseType): Promise<string> {
-    const wanted = this.o.policy.images[type];
-    if ((await this.o.runtime.inspectImage(wanted)) !== null) return wanted;
+    const wanted = this.policy.images[type];
+    if ((await this.runtime.inspectImage(wanted)) !== null) return wanted;
     let why: string;
     try {
       await this.event(row, `Pulling ${wanted}.`);
-      await this.o.runtime.pull(wanted, { timeoutMs: this.o.pullTimeoutMs ?? 300_000 });
+      await this.runtime.pull(wanted, { timeoutMs: this.pullTimeoutMs });
       return wanted;
     } catch (err) {
       why = err instanceof Error ? err.message : String(err);
     }
     const local = localImage(type);
     // `make run` builds the local images in the background: a first database may ask before they are there
-    const deadline = this.o.clock.now().getTime() + this.o.policy.readyTimeoutMs;
+    const deadline = this.clock.now().getTime() + this.policy.readyTimeoutMs;
     let waiting = false;
-    while ((await this.o.runtime.inspectImage(local)) === null) {
-      if (this.o.clock.now().getTime() >= deadline || this.stopped) {
+    while ((await this.runtime.inspectImage(local)) === null) {
+      if (this.clock.now().getTime() >= deadline || this.stopped) {
         throw new Error(`the image ${wanted} is not on this host and cannot be pulled (${why}), and no locally built ${local} exists (make db-images builds it).`);
       }
       if (!waiting) {
@@ -244,7 +277,7 @@ export class DatabaseWorker {
       }
       await new Promise((r) => setTimeout(r, IMAGE_WAIT_MS));
     }
-    this.o.log.warn({ database: row.id, image: wanted, fallback: local, reason: why }, 'database image not available; using the locally built one');
+    this.log.warn({ database: row.id, image: wanted, fallback: local, reason: why }, 'database image not available; using the locally built one');
     await this.event(row, `${wanted} is not on this host and cannot be pulled (${why}); using the locally built ${local} instead.`);
     return local;
   }
@@ -259,12 +292,12 @@ export class DatabaseWorker {
 
   /** Its container: the one there is when it runs (a restart of Slipway mid-provisioning), a new one otherwise. */
   private async ensureContainer(row: DatabaseRow, ws: { id: string; slug: string }, image: string, hostPort?: number): Promise<ContainerInfo> {
-    const { runtime } = this.o;
+    const { runtime } = this;
     const name = this.containerName(row);
     const existing = await runtime.inspect(name);
     if (existing !== null) {
       // a container of that name is this database's only when its labels say so (this installation's, this database's)
-      const mine = Object.entries(this.o.labels).every(([k, v]) => existing.labels[k] === v) && existing.labels[DATABASE_LABEL] === row.id;
+      const mine = Object.entries(this.labels).every(([k, v]) => existing.labels[k] === v) && existing.labels[DATABASE_LABEL] === row.id;
       if (!mine) throw new Error(`a container named ${name} exists on the engine that is not this database's (another installation's, or not Slipway's); it is left alone.`);
       if (existing.state === 'running' || existing.state === 'restarting') return existing;
       await runtime.remove(existing.id);
@@ -272,15 +305,15 @@ export class DatabaseWorker {
     const type = row.type as DatabaseType;
     const server = SERVERS[type];
     const address = this.addressOf(row, row.host, row.port);
-    const labels = { ...this.o.labels, [DATABASE_LABEL]: row.id };
+    const labels = { ...this.labels, [DATABASE_LABEL]: row.id };
     const volume = this.volumeName(row);
     await runtime.ensureVolume({ name: volume, workspace: ws.id, labels });
-    const network = await this.o.network(ws);
-    const publish = this.o.policy.publish;
+    const network = await this.network(ws);
+    const publish = this.policy.publish;
     return runtime.run({
       name,
       image,
-      env: server.env(address, () => generatePassword((n) => this.o.random.bytes(n))),
+      env: server.env(address, () => generatePassword((n) => this.random.bytes(n))),
       ...(server.command === undefined ? {} : { command: server.command(address) }),
       owner: { workspace: ws.id },
       labels,
@@ -289,7 +322,7 @@ export class DatabaseWorker {
       network,
       aliases: [row.host],
       port: row.port,
-      publish: publish !== 'off' || this.o.upstreamMode === 'published',
+      publish: publish !== 'off' || this.upstreamMode === 'published',
       ...(publish === 'all' ? { publishAddress: '0.0.0.0' } : {}),
       ...(hostPort === undefined ? {} : { hostPort }),
       mounts: [{ volume, path: server.dataPath }],
@@ -300,26 +333,26 @@ export class DatabaseWorker {
 
   /** Where Slipway itself logs in: the published port on loopback, or the container's address on the workspace network. */
   private loginAddress(row: DatabaseRow, info: ContainerInfo): DatabaseAddress {
-    if (this.o.upstreamMode === 'published' && info.hostPort !== null) return this.addressOf(row, '127.0.0.1', info.hostPort);
+    if (this.upstreamMode === 'published' && info.hostPort !== null) return this.addressOf(row, '127.0.0.1', info.hostPort);
     if (info.networkAddress === null) throw new Error('its container has no address on the workspace network.');
     return this.addressOf(row, info.networkAddress, row.port);
   }
 
   /** The database's credentials (its password opened) at `host:port`. */
   private addressOf(row: DatabaseRow, host: string, port: number): DatabaseAddress {
-    const password = this.o.secrets.open(row.password, passwordContext(row.id));
+    const password = this.secrets.open(row.password, passwordContext(row.id));
     return { type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name };
   }
 
   private external(info: ContainerInfo): Pick<DatabaseRow, 'external_host' | 'external_port'> {
-    const publish = this.o.policy.publish;
+    const publish = this.policy.publish;
     if (publish === 'off' || info.hostPort === null) return { external_host: null, external_port: null };
-    return { external_host: publish === 'all' ? this.o.policy.publicHost : '127.0.0.1', external_port: info.hostPort };
+    return { external_host: publish === 'all' ? this.policy.publicHost : '127.0.0.1', external_port: info.hostPort };
   }
 
   /** Tries to log in until it works or the ready timeout passes; a container that exits fails at once. */
   private async waitForLogin(row: DatabaseRow, address: DatabaseAddress): Promise<void> {
-    const deadline = this.o.clock.now().getTime() + this.o.policy.readyTimeoutMs;
+    const deadline = this.clock.now().getTime() + this.policy.readyTimeoutMs;
     let last = 'no answer yet';
     for (;;) {
       if (this.stopped) throw new Error('Slipway is stopping');
@@ -330,14 +363,14 @@ export class DatabaseWorker {
         last = err instanceof Error ? err.message : String(err);
       }
       if (row.provisioner === 'container') {
-        const info = await this.o.runtime.inspect(this.containerName(row));
+        const info = await this.runtime.inspect(this.containerName(row));
         if (info === null) throw new Error('its container disappeared while the server was starting.');
         if (info.state === 'exited' || info.state === 'dead') {
           throw new Error(`the server exited with code ${String(info.exitCode)}${info.oomKilled ? ' (killed: out of memory)' : ''} before it accepted a login.`);
         }
       }
-      if (this.o.clock.now().getTime() >= deadline) {
-        throw new Error(`the server did not accept a login within ${(this.o.policy.readyTimeoutMs / 1000).toString()} s (last answer: ${last}).`);
+      if (this.clock.now().getTime() >= deadline) {
+        throw new Error(`the server did not accept a login within ${(this.policy.readyTimeoutMs / 1000).toString()} s (last answer: ${last}).`);
       }
       await new Promise((r) => setTimeout(r, LOGIN_RETRY_MS));
     }
@@ -348,12 +381,12 @@ export class DatabaseWorker {
   private async remove(row: DatabaseRow): Promise<void> {
     try {
       await this.removeServer(this.containerName(row), this.volumeName(row));
-      await this.o.store.repos.databases.delete(row.id);
-      await this.o.logs?.deleteProject(row.id).catch((err: unknown) => { this.o.log.warn({ err, database: row.id }, 'database worker: the logs of a deleted database stay until the retention pass'); });
-      this.o.log.info({ database: row.id }, 'database deleted with its container and volume');
+      await this.repos.databases.delete(row.id);
+      await this.logs?.deleteProject(row.id).catch((err: unknown) => { this.log.warn({ err, database: row.id }, 'database worker: the logs of a deleted database stay until the retention pass'); });
+      this.log.info({ database: row.id }, 'database deleted with its container and volume');
     } catch (err) {
       // the row stays `deleting`: the next pass tries again
-      this.o.log.warn({ err, database: row.id }, 'database worker: cannot remove a database\'s server yet');
+      this.log.warn({ err, database: row.id }, 'database worker: cannot remove a database\'s server yet');
     }
   }
 
@@ -361,21 +394,21 @@ export class DatabaseWorker {
   private async removeShared(row: DatabaseRow): Promise<void> {
     try {
       await this.sharedFor(row).drop(row.username);
-      await this.o.store.repos.databases.delete(row.id);
-      this.o.log.info({ database: row.id }, 'database dropped from its shared server');
+      await this.repos.databases.delete(row.id);
+      this.log.info({ database: row.id }, 'database dropped from its shared server');
     } catch (err) {
       // the row stays `deleting`: the next pass tries again
       const message = `Cannot drop it from the shared server yet: ${sharedError(err)}`;
-      this.o.log.warn({ database: row.id, error: message }, 'database worker: cannot drop a database from its shared server yet');
+      this.log.warn({ database: row.id, error: message }, 'database worker: cannot drop a database from its shared server yet');
       // said once, not every pass
       if (row.error !== message && (await this.patch(row, { error: message }))) await this.event(row, message);
     }
   }
 
   private async removeServer(container: string, volume: string): Promise<void> {
-    await this.o.runtime.stop(container, { graceSeconds: 10 }).catch(() => undefined);
-    await this.o.runtime.remove(container);
-    await this.o.runtime.removeVolume(volume);
+    await this.runtime.stop(container, { graceSeconds: 10 }).catch(() => undefined);
+    await this.runtime.remove(container);
+    await this.runtime.removeVolume(volume);
   }
 
   /**
@@ -383,12 +416,12 @@ export class DatabaseWorker {
    * goes; a running database whose container is gone is started again on its volume.
    */
   private async reconcile(): Promise<void> {
-    const repos = this.o.store.repos.databases;
+    const repos = this.repos.databases;
     let containers: ContainerInfo[];
     try {
-      containers = (await this.o.runtime.list({ labels: this.o.labels })).filter((c) => c.labels[DATABASE_LABEL] !== undefined);
+      containers = (await this.runtime.list({ labels: this.labels })).filter((c) => c.labels[DATABASE_LABEL] !== undefined);
     } catch (err) {
-      this.o.log.warn({ err }, 'database worker: cannot list the containers');
+      this.log.warn({ err }, 'database worker: cannot list the containers');
       return;
     }
     await this.reconcileShared();
@@ -398,9 +431,9 @@ export class DatabaseWorker {
       if (ids.has(id)) continue;
       try {
         await this.removeServer(c.id, serverName(id));
-        this.o.log.info({ database: id, container: c.name }, 'removed the server of a database that no longer exists');
+        this.log.info({ database: id, container: c.name }, 'removed the server of a database that no longer exists');
       } catch (err) {
-        this.o.log.warn({ err, container: c.name }, 'database worker: cannot remove the server of a deleted database');
+        this.log.warn({ err, container: c.name }, 'database worker: cannot remove the server of a deleted database');
       }
     }
     const present = new Map(containers.map((c) => [c.labels[DATABASE_LABEL], c]));
@@ -409,10 +442,10 @@ export class DatabaseWorker {
       const c = present.get(row.id);
       if (c === undefined || this.busy.has(row.id)) continue;
       try {
-        await this.o.runtime.remove(c.id);
-        this.o.log.info({ database: row.id }, 'stopped the server of a suspended database; its volume is kept');
+        await this.runtime.remove(c.id);
+        this.log.info({ database: row.id }, 'stopped the server of a suspended database; its volume is kept');
       } catch (err) {
-        this.o.log.warn({ err, database: row.id }, 'database worker: cannot stop the server of a suspended database');
+        this.log.warn({ err, database: row.id }, 'database worker: cannot stop the server of a suspended database');
       }
     }
     for (const row of await repos.withStatus(['running'])) {
@@ -439,19 +472,19 @@ export class DatabaseWorker {
    * server are read before the records, so a database created meanwhile is never taken for one.
    */
   private async reconcileShared(): Promise<void> {
-    for (const [type, url] of Object.entries(this.o.policy.shared) as [DatabaseType, string][]) {
+    for (const [type, url] of Object.entries(this.policy.shared) as [DatabaseType, string][]) {
       try {
         const server = this.shared(type, url);
-        const there = await server.tenants(this.o.sharedPrefix);
+        const there = await server.tenants(this.sharedPrefix);
         if (there.size === 0) continue;
-        const known = await this.o.store.repos.databases.sharedNames(type);
+        const known = await this.repos.databases.sharedNames(type);
         for (const name of there) {
           if (known.has(name) || this.stopped) continue;
           await server.drop(name);
-          this.o.log.info({ type, name }, 'dropped a database of a deleted workspace from its shared server');
+          this.log.info({ type, name }, 'dropped a database of a deleted workspace from its shared server');
         }
       } catch (err) {
-        this.o.log.warn({ type, error: sharedError(err) }, 'database worker: cannot look at a shared server');
+        this.log.warn({ type, error: sharedError(err) }, 'database worker: cannot look at a shared server');
       }
     }
   }
@@ -459,7 +492,7 @@ export class DatabaseWorker {
   /** A running database's container was removed behind Slipway's back: the same server again, on the same volume (and host port, when free). */
   private async recreate(row: DatabaseRow, image: string): Promise<void> {
     try {
-      const ws = await this.o.store.repos.workspaces.byId(row.workspace_id);
+      const ws = await this.repos.workspaces.byId(row.workspace_id);
       if (ws === undefined) return;
       let info: ContainerInfo;
       try {
@@ -470,9 +503,9 @@ export class DatabaseWorker {
       }
       await this.patch(row, { ...this.external(info) });
       await this.event(row, 'Its container was gone; started again on its volume.');
-      this.o.log.info({ database: row.id }, 'recreated the container of a database from its volume');
+      this.log.info({ database: row.id }, 'recreated the container of a database from its volume');
     } catch (err) {
-      this.o.log.warn({ err, database: row.id }, 'database worker: cannot recreate a database\'s container');
+      this.log.warn({ err, database: row.id }, 'database worker: cannot recreate a database\'s container');
     }
   }
 
@@ -480,13 +513,13 @@ export class DatabaseWorker {
 
   /** Changes the row while it still has the status this worker read (a DELETE meanwhile wins). */
   private async patch(row: DatabaseRow, patch: Partial<DatabaseRow>): Promise<boolean> {
-    const ok = await this.o.store.repos.databases.update(row.id, row.status, { ...patch, updated_at: iso(this.o.clock.now()) });
+    const ok = await this.repos.databases.update(row.id, row.status, { ...patch, updated_at: iso(this.clock.now()) });
     if (ok) Object.assign(row, patch);
     return ok;
   }
 
   private async event(row: DatabaseRow, message: string): Promise<void> {
-    await this.o.store.repos.databases.addEvent({ id: this.o.ids.id(), database_id: row.id, at: iso(this.o.clock.now()), message }).catch(() => undefined);
+    await this.repos.databases.addEvent({ id: this.ids.id(), database_id: row.id, at: iso(this.clock.now()), message }).catch(() => undefined);
   }
 }
 

@@ -12,12 +12,13 @@ export interface CollectorLog {
 
 export interface LogCollectorOptions {
   runtime: Pick<Runtime, 'list' | 'inspect' | 'logs' | 'events'>;
-  store: Pick<LogStore, 'cursors' | 'forgetCursors'>;
+  /** the log store's collection cursors: where each container's output was stored up to */
+  logs: Pick<LogStore, 'cursors' | 'forgetCursors'>;
   writer: Pick<LogWriter, 'write' | 'close' | 'buffered'>;
   /** the labels every container of this installation carries (its instance label) */
   labels: Labels;
   /** false once a project is deleted: its containers wait for the reconciler, and their lines must not bring its logs back */
-  projectExists(projectId: string): Promise<boolean>;
+  projectExists: (projectId: string) => Promise<boolean>;
   log: CollectorLog;
   /** longer lines are cut to this many bytes and marked (default 16 KiB) */
   maxLineBytes?: number;
@@ -29,7 +30,8 @@ export interface LogCollectorOptions {
   pauseAtBufferedLines?: number;
 }
 
-type Settled = LogCollectorOptions & { maxLineBytes: number; ratePerSecond: number; pauseAtBufferedLines: number };
+/** What a follower reads its container with and hands the lines to, and its bounds. */
+type FollowerSettings = Pick<LogCollectorOptions, 'runtime' | 'writer' | 'log'> & { maxLineBytes: number; ratePerSecond: number; pauseAtBufferedLines: number };
 
 const MAX_LINE_BYTES = 16 * 1024;
 /** the engine driver's workspace label (src/adapters/runtime/docker/labels.ts), on every managed container */
@@ -116,13 +118,25 @@ export class LogCollector {
   private removed = new Set<string>();
   private stopped = false;
 
-  private readonly settled: Settled;
+  private readonly runtime: LogCollectorOptions['runtime'];
+  private readonly logs: LogCollectorOptions['logs'];
+  private readonly writer: LogCollectorOptions['writer'];
+  private readonly labels: Labels;
+  private readonly projectExists: (projectId: string) => Promise<boolean>;
+  private readonly log: CollectorLog;
+  private readonly settings: FollowerSettings;
 
-  constructor(private readonly o: LogCollectorOptions) {
+  constructor(o: LogCollectorOptions) {
+    this.runtime = o.runtime;
+    this.logs = o.logs;
+    this.writer = o.writer;
+    this.labels = o.labels;
+    this.projectExists = o.projectExists;
+    this.log = o.log;
     this.maxLineBytes = o.maxLineBytes ?? MAX_LINE_BYTES;
     this.rate = o.ratePerSecond ?? RATE_PER_SECOND;
     this.rescanEveryMs = o.rescanEveryMs ?? RESCAN_EVERY_MS;
-    this.settled = { ...o, maxLineBytes: this.maxLineBytes, ratePerSecond: this.rate, pauseAtBufferedLines: o.pauseAtBufferedLines ?? WRITER_HIGH_WATER };
+    this.settings = { runtime: o.runtime, writer: o.writer, log: o.log, maxLineBytes: this.maxLineBytes, ratePerSecond: this.rate, pauseAtBufferedLines: o.pauseAtBufferedLines ?? WRITER_HIGH_WATER };
   }
 
   /** Containers followed now. */
@@ -153,9 +167,9 @@ export class LogCollector {
     for (const f of running) f.close();
     await Promise.all(running.map((f) => f.done));
     try {
-      await this.o.writer.close();
+      await this.writer.close();
     } catch (err) {
-      this.o.log.error({ err }, 'log collector: the last lines could not be stored; the next leader reads them again');
+      this.log.error({ err }, 'log collector: the last lines could not be stored; the next leader reads them again');
     }
   }
 
@@ -166,7 +180,7 @@ export class LogCollector {
       try {
         if (this.events === null) await this.subscribe();
         await this.forgetRemoved();
-        const containers = await this.o.runtime.list({ labels: this.o.labels });
+        const containers = await this.runtime.list({ labels: this.labels });
         const gone = new Set(this.followers.keys());
         const exists = new Map<string, Promise<boolean>>();
         for (const c of containers) {
@@ -175,7 +189,7 @@ export class LogCollector {
           if (source === null) continue;
           const project = source.project;
           let known = exists.get(project);
-          if (known === undefined) exists.set(project, (known = this.o.projectExists(project)));
+          if (known === undefined) exists.set(project, (known = this.projectExists(project)));
           if (!(await known)) {
             this.followers.get(c.id)?.close({ discard: true });
             continue;
@@ -187,7 +201,7 @@ export class LogCollector {
         for (const id of [...this.readUpTo.keys()]) if (!present.has(id)) this.forget(id);
         for (const id of gone) this.followers.get(id)?.close();
       } catch (err) {
-        this.o.log.warn({ err }, 'log collector: cannot list the containers; trying again later');
+        this.log.warn({ err }, 'log collector: cannot list the containers; trying again later');
       } finally {
         this.scanning = null;
       }
@@ -200,9 +214,9 @@ export class LogCollector {
     if (this.stopped) return;
     let feed: Feed<RuntimeEvent>;
     try {
-      feed = await this.o.runtime.events({ labels: this.o.labels });
+      feed = await this.runtime.events({ labels: this.labels });
     } catch (err) {
-      this.o.log.warn({ err }, 'log collector: cannot subscribe to engine events; the rescan finds new containers meanwhile');
+      this.log.warn({ err }, 'log collector: cannot subscribe to engine events; the rescan finds new containers meanwhile');
       return;
     }
     this.events = feed;
@@ -210,7 +224,7 @@ export class LogCollector {
       try {
         for await (const e of feed) if (e.type === 'start') this.check(e.containerId);
       } catch (err) {
-        if (!this.stopped) this.o.log.warn({ err }, 'log collector: the engine event feed failed; subscribing again at the next rescan');
+        if (!this.stopped) this.log.warn({ err }, 'log collector: the engine event feed failed; subscribing again at the next rescan');
       } finally {
         if (this.events === feed) this.events = null;
       }
@@ -222,16 +236,16 @@ export class LogCollector {
     if (this.stopped || this.followers.has(containerId)) return;
     void (async () => {
       try {
-        const c = await this.o.runtime.inspect(containerId);
+        const c = await this.runtime.inspect(containerId);
         if (c === null) {
           this.forget(containerId);
           return;
         }
         const source = logSourceOf(c);
-        if (source === null || !(await this.o.projectExists(source.project))) return;
+        if (source === null || !(await this.projectExists(source.project))) return;
         this.consider(c);
       } catch (err) {
-        this.o.log.warn({ err, container: containerId }, 'log collector: cannot inspect a container; the rescan tries again');
+        this.log.warn({ err, container: containerId }, 'log collector: cannot inspect a container; the rescan tries again');
       }
     })();
   }
@@ -268,10 +282,10 @@ export class LogCollector {
     const done = [...this.removed].filter((id) => !this.followers.has(id));
     if (done.length === 0) return;
     try {
-      await this.o.store.forgetCursors(done);
+      await this.logs.forgetCursors(done);
       for (const id of done) this.removed.delete(id);
     } catch (err) {
-      this.o.log.warn({ err }, 'log collector: cannot forget the cursors of removed containers; trying again later');
+      this.log.warn({ err }, 'log collector: cannot forget the cursors of removed containers; trying again later');
     }
   }
 
@@ -286,15 +300,15 @@ export class LogCollector {
   }
 
   /** @internal for the followers */
-  get options(): Settled {
-    return this.settled;
+  get options(): FollowerSettings {
+    return this.settings;
   }
 
   /** @internal for the followers */
   async position(containerId: string): Promise<Position | null> {
     const mine = this.positions.get(containerId);
     if (mine !== undefined) return mine;
-    const stored = (await this.o.store.cursors([containerId])).get(containerId);
+    const stored = (await this.logs.cursors([containerId])).get(containerId);
     return stored === undefined ? null : decodePosition(stored);
   }
 

@@ -1,7 +1,8 @@
 import type { CollectionCursor, DroppedLines, LogBatch, LogLine, LogStore } from '../../domain/logs.js';
 
 export interface LogWriterOptions {
-  store: Pick<LogStore, 'append'>;
+  /** where the batches are stored */
+  logs: Pick<LogStore, 'append'>;
   /** a batch goes out at least this often while lines wait (default 50 ms) */
   flushEveryMs?: number;
   /** a batch holds about this many lines (default 5000); a full one goes out at once */
@@ -26,7 +27,7 @@ interface Chunk {
  * is in flight at a time; a container's cursor travels in the same batch as its last lines.
  */
 export class LogWriter {
-  private readonly store: Pick<LogStore, 'append'>;
+  private readonly logs: Pick<LogStore, 'append'>;
   private readonly flushEveryMs: number;
   private readonly maxBatchLines: number;
   private readonly maxBufferedLines: number;
@@ -39,11 +40,16 @@ export class LogWriter {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  constructor(private readonly options: LogWriterOptions) {
-    this.store = options.store;
-    this.flushEveryMs = options.flushEveryMs ?? 50;
-    this.maxBatchLines = options.maxBatchLines ?? 5000;
-    this.maxBufferedLines = options.maxBufferedLines ?? 100_000;
+  private readonly onStored: ((projectIds: ReadonlySet<string>) => void) | undefined;
+  private readonly onError: ((err: unknown) => void) | undefined;
+
+  constructor(o: LogWriterOptions) {
+    this.logs = o.logs;
+    this.flushEveryMs = o.flushEveryMs ?? 50;
+    this.maxBatchLines = o.maxBatchLines ?? 5000;
+    this.maxBufferedLines = o.maxBufferedLines ?? 100_000;
+    this.onStored = o.onStored;
+    this.onError = o.onError;
   }
 
   /** Lines held and not yet stored. */
@@ -139,9 +145,9 @@ export class LogWriter {
     const cursors = chunks.flatMap((c) => (c.cursor === undefined ? [] : [c.cursor]));
     const batch: LogBatch = { lines, cursors, dropped: [...dropped.values()] };
     let failed = false;
-    const run = this.store.append(batch).then(
+    const run = this.logs.append(batch).then(
       () => {
-        this.options.onStored?.(new Set(lines.map((l) => l.projectId)));
+        this.onStored?.(new Set(lines.map((l) => l.projectId)));
       },
       (err: unknown) => {
         failed = true;
@@ -154,7 +160,7 @@ export class LogWriter {
           else now.lines += d.lines;
         }
         if (rethrow) throw err;
-        this.options.onError?.(err);
+        this.onError?.(err);
       },
     );
     const done = run.finally(() => {

@@ -1,8 +1,7 @@
 import { iso, type Clock } from '../../domain/clock.js';
 import { DATABASE_LABEL } from '../../domain/database.js';
 import type { ContainerInfo, ContainerUsage, Runtime } from '../../domain/runtime.js';
-import type { Store } from '../../store/db.js';
-import type { MetricsMinute } from '../../store/repositories/index.js';
+import type { MetricsMinute, Repositories } from '../../store/repositories/index.js';
 import { readCgroups, type Counters } from './cgroups.js';
 
 export interface SamplerLog {
@@ -23,7 +22,8 @@ export interface ContainerSample extends ContainerUsage {
 
 export interface SamplerOptions {
   runtime: Pick<Runtime, 'list' | 'stats'>;
-  store: Store;
+  /** where each resource's minutes are written */
+  metrics: Repositories['metrics'];
   clock: Clock;
   /** this installation's labels: only its containers are sampled */
   labels: Record<string, string>;
@@ -65,10 +65,22 @@ export class ResourceSampler {
   /** whether the cgroup files were readable at the last pass (said once in the log) */
   private mode: 'cgroups' | 'engine' | null = null;
 
-  constructor(private readonly o: SamplerOptions) {}
+  readonly everyMs: number;
+  private readonly runtime: Pick<Runtime, 'list' | 'stats'>;
+  private readonly metrics: Repositories['metrics'];
+  private readonly clock: Clock;
+  private readonly labels: Record<string, string>;
+  private readonly log: SamplerLog;
+  private readonly readCounters: (c: ContainerInfo) => Promise<Counters | null>;
 
-  get everyMs(): number {
-    return this.o.everyMs ?? 10_000;
+  constructor(o: SamplerOptions) {
+    this.runtime = o.runtime;
+    this.metrics = o.metrics;
+    this.clock = o.clock;
+    this.labels = o.labels;
+    this.log = o.log;
+    this.everyMs = o.everyMs ?? 10_000;
+    this.readCounters = o.read ?? ((x) => readCgroups(x.id, x.pid));
   }
 
   start(): void {
@@ -88,7 +100,7 @@ export class ResourceSampler {
   /** The container's use as last sampled, when that is recent (three intervals); null otherwise. */
   usageOf(containerId: string): ContainerUsage | null {
     const s = this.latest.get(containerId);
-    if (s === undefined || this.o.clock.now().getTime() - s.at > 3 * this.everyMs) return null;
+    if (s === undefined || this.clock.now().getTime() - s.at > 3 * this.everyMs) return null;
     return { cpuMillicores: s.cpuMillicores, memoryBytes: s.memoryBytes, memoryLimitBytes: s.memoryLimitBytes };
   }
 
@@ -96,7 +108,7 @@ export class ResourceSampler {
   pass(): Promise<void> {
     this.running ??= this.sample()
       .catch((err: unknown) => {
-        this.o.log.warn({ err }, 'resource sampler: a pass failed; the next one tries again');
+        this.log.warn({ err }, 'resource sampler: a pass failed; the next one tries again');
       })
       .finally(() => {
         this.running = null;
@@ -105,8 +117,8 @@ export class ResourceSampler {
   }
 
   private async sample(): Promise<void> {
-    const containers = (await this.o.runtime.list({ labels: this.o.labels })).filter((c) => c.state === 'running');
-    const now = this.o.clock.now().getTime();
+    const containers = (await this.runtime.list({ labels: this.labels })).filter((c) => c.state === 'running');
+    const now = this.clock.now().getTime();
     const minute = `${iso(new Date(now)).slice(0, 16)}:00.000Z`;
     const perResource = new Map<string, { cpu: number; memory: number; limit: number | null; rx: number; tx: number }>();
     const seen = new Set<string>();
@@ -130,7 +142,7 @@ export class ResourceSampler {
     for (const [resource, r] of perResource) {
       let m = this.minutes.get(resource);
       if (m !== undefined && m.minute !== minute) {
-        await this.o.store.repos.metrics.put([rowOf(resource, m)]);
+        await this.metrics.put([rowOf(resource, m)]);
         m = undefined;
       }
       m ??= { minute, cpu: 0, memory: 0, limit: null, rx: 0, tx: 0, samples: 0 };
@@ -145,7 +157,7 @@ export class ResourceSampler {
     await this.flush(false, minute);
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
-      await this.o.store.repos.metrics.prune(iso(new Date(now - KEEP_MS)));
+      await this.metrics.prune(iso(new Date(now - KEEP_MS)));
     }
   }
 
@@ -156,18 +168,18 @@ export class ResourceSampler {
       rows.push(rowOf(resource, m));
       if (final || m.minute !== current) this.minutes.delete(resource);
     }
-    await this.o.store.repos.metrics.put(rows);
+    await this.metrics.put(rows);
   }
 
   /** A container's use now: from its counters and the previous ones (CPU and network are deltas). */
   private async read(c: ContainerInfo, now: number): Promise<ContainerSample | null> {
-    const counters = await (this.o.read ?? ((x) => readCgroups(x.id, x.pid)))(c).catch(() => null);
+    const counters = await this.readCounters(c).catch(() => null);
     if (counters === null) {
       if (this.mode !== 'engine') {
         this.mode = 'engine';
-        this.o.log.info({}, 'resource sampler: cgroup files are not visible here; asking the engine for stats');
+        this.log.info({}, 'resource sampler: cgroup files are not visible here; asking the engine for stats');
       }
-      const usage = await this.o.runtime.stats(c.id).catch(() => null);
+      const usage = await this.runtime.stats(c.id).catch(() => null);
       return usage === null ? null : { ...usage, at: now, rxRate: null, txRate: null, rxDelta: 0, txDelta: 0 };
     }
     this.mode = 'cgroups';

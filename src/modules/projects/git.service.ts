@@ -6,7 +6,9 @@ import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { ProjectPolicy } from './policy.js';
 import type { Access } from '../tenancy/context.js';
 import { resolveProject, type ProjectRef } from './resolve.js';
-import { gitView, webhookUrl, type GitView } from './views.js';
+import type { GitConnection } from './projects.schema.js';
+import type { NewGitConnection, RotatedWebhookSecret } from './git.schema.js';
+import { gitView, webhookUrl } from './views.js';
 
 export interface GitInput {
   repo_full_name: string;
@@ -18,15 +20,6 @@ export interface GitInput {
 }
 
 export type GitPatch = Partial<GitInput>;
-
-/** The create response: the connection, and its webhook secret, shown this once. */
-export type NewGitView = GitView & { webhook_secret: string };
-
-/** What `POST …/git/webhook-secret` answers: the new secret, shown this once. */
-export interface WebhookSecretView {
-  webhook_url: string;
-  webhook_secret: string;
-}
 
 /** A Git connection as its webhook URL finds it. */
 export interface WebhookReceiver {
@@ -57,7 +50,7 @@ export class GitService {
     private readonly github: GitHubIntegration | undefined,
   ) {}
 
-  async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitView> {
+  async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitConnection> {
     const project = await resolveProject(this.repos, access, projectSlug);
     // an installation of this workspace's only, covering the repository (item 3 of issue 9)
     await checkConnectionInstallation(this.repos, this.github, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
@@ -82,7 +75,7 @@ export class GitService {
     return { ...gitView(row, this.policy), webhook_secret: secret };
   }
 
-  async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitView> {
+  async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitConnection> {
     const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -107,7 +100,7 @@ export class GitService {
     return gitView(next, this.policy);
   }
 
-  async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitView> {
+  async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitConnection> {
     const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -121,7 +114,7 @@ export class GitService {
    * once. A connection made before per-connection secrets gets its first one (and its webhook
    * id, if it somehow has none) here.
    */
-  async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<WebhookSecretView> {
+  async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<RotatedWebhookSecret> {
     const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);

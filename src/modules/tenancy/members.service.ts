@@ -5,7 +5,7 @@ import type { Repositories } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
 import type { PendingMembership } from '../../store/repositories/members.js';
 import type { Access, Caller } from './context.js';
-import type { MemberView } from './views.js';
+import type { Member } from './members.schema.js';
 
 export class MemberService {
   constructor(
@@ -13,7 +13,7 @@ export class MemberService {
     private readonly clock: Clock,
   ) {}
 
-  async list(access: Access): Promise<MemberView[]> {
+  async list(access: Access): Promise<Member[]> {
     return this.store.repos.members.list(access.workspace.id);
   }
 
@@ -22,7 +22,7 @@ export class MemberService {
    * until that user accepts it with their own key (`accept`). Nobody becomes a member, or an
    * owner, without consenting (docs/security.md, "Made-up users").
    */
-  async add(access: Access, input: { user_id: string; role: Role }): Promise<MemberView> {
+  async add(access: Access, input: { user_id: string; role: Role }): Promise<Member> {
     requireOwnerFor(access, input.role);
     return this.store.transaction(async (tx) => {
       const user = await tx.users.byId(input.user_id);
@@ -37,7 +37,7 @@ export class MemberService {
   }
 
   /** The user of a pending membership takes it: from now on it grants its role. */
-  async accept(caller: Caller, slug: string, userId: string): Promise<MemberView> {
+  async accept(caller: Caller, slug: string, userId: string): Promise<Member> {
     return this.store.transaction(async (tx) => {
       const { workspaceId, member } = await ownPending(tx, caller, slug, userId);
       await tx.members.lockWorkspace(workspaceId);
@@ -49,7 +49,7 @@ export class MemberService {
   }
 
   /** The user of a pending membership refuses it: it is gone, as if never offered. */
-  async decline(caller: Caller, slug: string, userId: string): Promise<MemberView> {
+  async decline(caller: Caller, slug: string, userId: string): Promise<Member> {
     return this.store.transaction(async (tx) => {
       const { workspaceId, member } = await ownPending(tx, caller, slug, userId);
       await tx.members.lockWorkspace(workspaceId);
@@ -59,7 +59,7 @@ export class MemberService {
     });
   }
 
-  async updateRole(access: Access, userId: string, role: Role): Promise<MemberView> {
+  async updateRole(access: Access, userId: string, role: Role): Promise<Member> {
     return this.store.transaction(async (tx) => {
       const current = await lockAndRecheck(tx, access);
       const member = await tx.members.find(access.workspace.id, userId);
@@ -80,7 +80,7 @@ export class MemberService {
    * Owners and admins remove members and cancel pending memberships; anyone may leave. The
    * member's API keys listed under this workspace are revoked with the membership.
    */
-  async remove(access: Access, userId: string): Promise<MemberView> {
+  async remove(access: Access, userId: string): Promise<Member> {
     const self = userId === access.caller.user.id;
     return this.store.transaction(async (tx) => {
       const current = await lockAndRecheck(tx, access);

@@ -1,12 +1,23 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import type { CrashKind, CrashSink } from '../../domain/ports.js';
 import type { Feed, Labels, Runtime, RuntimeEvent } from '../../domain/runtime.js';
-import type { Deps } from '../deps.js';
+import type { Repositories } from '../../store/repositories/index.js';
 import type { CheckerLog } from './uptime.worker.js';
 import { queueNotifications } from './uptime.worker.js';
 
 /** How long the OOM watch waits before subscribing again to an event feed that ended. */
 const RESUBSCRIBE_MS = 5_000;
+
+export interface CrashAlertsOptions {
+  /** the project's monitor (its channels) and the notifications queued for it */
+  uptime: Repositories['uptime'];
+  clock: Clock;
+  /** the notifications' ids */
+  ids: IdSource;
+  /** alerts were queued: deliver them */
+  onQueued: () => void;
+  log: CheckerLog;
+}
 
 /**
  * Crash alerts (docs/uptime.md#crash-alerts): a deployment that crash-loops (the reconciler), is
@@ -22,19 +33,24 @@ export class CrashAlerts implements CrashSink {
   private retry: NodeJS.Timeout | null = null;
   private readonly pending = new Set<Promise<unknown>>();
 
-  constructor(
-    private readonly o: {
-      deps: Deps;
-      /** alerts were queued: deliver them */
-      onQueued: () => void;
-      log: CheckerLog;
-    },
-  ) {}
+  private readonly uptime: Repositories['uptime'];
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly onQueued: () => void;
+  private readonly log: CheckerLog;
+
+  constructor(o: CrashAlertsOptions) {
+    this.uptime = o.uptime;
+    this.clock = o.clock;
+    this.ids = o.ids;
+    this.onQueued = o.onQueued;
+    this.log = o.log;
+  }
 
   crashed(projectId: string, deploymentId: string, kind: CrashKind, cause: string): void {
     const job = this.record(projectId, deploymentId, kind, cause)
       .catch((err: unknown) => {
-        this.o.log.error({ err, project: projectId, kind }, 'crash alert: could not be queued');
+        this.log.error({ err, project: projectId, kind }, 'crash alert: could not be queued');
       })
       .finally(() => this.pending.delete(job));
     this.pending.add(job);
@@ -42,12 +58,12 @@ export class CrashAlerts implements CrashSink {
 
   /** Queues the alert for the monitor's channels; false when there is none, or it was sent before. */
   async record(projectId: string, deploymentId: string, kind: CrashKind, cause: string): Promise<boolean> {
-    const { repos } = this.o.deps.store;
-    const monitor = await repos.uptime.find(projectId);
-    this.o.log.warn({ project: projectId, deployment: deploymentId, kind, cause, notified: monitor !== undefined }, 'crash');
+    const { uptime } = this;
+    const monitor = await uptime.find(projectId);
+    this.log.warn({ project: projectId, deployment: deploymentId, kind, cause, notified: monitor !== undefined }, 'crash');
     if (monitor === undefined) return false;
-    const queued = await queueNotifications(this.o.deps.ids, repos.uptime, monitor, `crash:${kind}:${deploymentId}`, 'crash', iso(this.o.deps.clock.now()), cause);
-    if (queued.length > 0) this.o.onQueued();
+    const queued = await queueNotifications(this.ids, uptime, monitor, `crash:${kind}:${deploymentId}`, 'crash', iso(this.clock.now()), cause);
+    if (queued.length > 0) this.onQueued();
     return queued.length > 0;
   }
 
@@ -64,14 +80,14 @@ export class CrashAlerts implements CrashSink {
             this.crashed(e.owner.project, e.owner.deployment, 'oom', `${e.name} was killed for exceeding its memory limit`);
           }
         } catch (err) {
-          if (!this.stopped) this.o.log.warn({ err }, 'crash alerts: the engine event feed failed; subscribing again');
+          if (!this.stopped) this.log.warn({ err }, 'crash alerts: the engine event feed failed; subscribing again');
         } finally {
           if (this.feed === feed) this.feed = null;
           if (!this.stopped) this.retry = setTimeout(() => { void this.watch(runtime, labels); }, RESUBSCRIBE_MS);
         }
       })();
     } catch (err) {
-      this.o.log.warn({ err }, 'crash alerts: cannot subscribe to engine events; trying again');
+      this.log.warn({ err }, 'crash alerts: cannot subscribe to engine events; trying again');
       this.retry = setTimeout(() => { void this.watch(runtime, labels); }, RESUBSCRIBE_MS);
     }
   }

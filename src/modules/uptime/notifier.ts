@@ -1,16 +1,28 @@
 import { iso, type Clock, type Random } from '../../domain/clock.js';
-import type { Deps } from '../deps.js';
+import type { Mailer } from '../../adapters/notify/mailer.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import { sendEmail, sendWebhook, type AlertEvent, type DeliveryResult } from '../../adapters/notify/channels.js';
 import type { TargetPolicy } from '../../adapters/notify/ssrf.js';
 import { defaultDomain, defaultUrl } from '../projects/resolve.js';
-import type { UptimeNotificationRow } from '../../store/repositories/index.js';
+import type { Repositories, UptimeNotificationRow } from '../../store/repositories/index.js';
 import type { CheckerLog } from './uptime.worker.js';
 
 /** The webhook URL is a credential (whoever holds it can post to the channel): sealed per project. */
 export const webhookContext = (projectId: string): string => `uptime:${projectId}`;
 
 export interface NotifierOptions {
-  deps: Deps;
+  /** the queued notifications and their monitors; the project and workspace a notification names */
+  repos: Pick<Repositories, 'uptime' | 'projects' | 'workspaces'>;
+  clock: Clock;
+  /** the retries' jitter */
+  random: Random;
+  /** opens the monitors' sealed webhook URLs */
+  secrets: SecretBox;
+  /** the e-mail channel (`--smtp-url`); absent: e-mail notifications fail as undeliverable */
+  mailer?: Mailer | undefined;
+  /** apps get `<host label>.<appsDomain>`, served on `routerPort`: the URL a notification shows */
+  appsDomain: string;
+  routerPort: number;
   /** `--notify-allow-private`: whether webhooks may target loopback, link-local and private addresses */
   policy: TargetPolicy;
   log: CheckerLog;
@@ -29,7 +41,31 @@ export class UptimeNotifier {
   private running: Promise<void> | null = null;
   private again = false;
 
-  constructor(private readonly o: NotifierOptions) {}
+  private readonly repos: NotifierOptions['repos'];
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly secrets: SecretBox;
+  private readonly mailer: Mailer | undefined;
+  private readonly appsDomain: string;
+  private readonly routerPort: number;
+  private readonly policy: TargetPolicy;
+  private readonly log: CheckerLog;
+  private readonly attempts: number | undefined;
+  private readonly backoffMs: number | undefined;
+
+  constructor(o: NotifierOptions) {
+    this.repos = o.repos;
+    this.clock = o.clock;
+    this.random = o.random;
+    this.secrets = o.secrets;
+    this.mailer = o.mailer;
+    this.appsDomain = o.appsDomain;
+    this.routerPort = o.routerPort;
+    this.policy = o.policy;
+    this.log = o.log;
+    this.attempts = o.attempts;
+    this.backoffMs = o.backoffMs;
+  }
 
   /** Delivers what is pending now (a call during a run makes it look again at its end). */
   wake(): Promise<void> {
@@ -41,9 +77,9 @@ export class UptimeNotifier {
       do {
         this.again = false;
         try {
-          for (const row of await this.o.deps.store.repos.uptime.pendingNotifications()) await this.deliver(row);
+          for (const row of await this.repos.uptime.pendingNotifications()) await this.deliver(row);
         } catch (err) {
-          this.o.log.error({ err }, 'uptime: delivering notifications failed; the next wake-up tries again');
+          this.log.error({ err }, 'uptime: delivering notifications failed; the next wake-up tries again');
         }
       } while (this.wokenMeanwhile());
     })().finally(() => {
@@ -58,49 +94,49 @@ export class UptimeNotifier {
 
   /** Sends one queued notification and records the outcome. */
   async deliver(row: UptimeNotificationRow): Promise<DeliveryResult> {
-    const { deps } = this.o;
+    const { repos } = this;
     const event = await this.eventOf(row);
-    const monitor = await deps.store.repos.uptime.find(row.project_id);
+    const monitor = await repos.uptime.find(row.project_id);
     let result: DeliveryResult;
     if (event === null || monitor === undefined) {
       result = { channel: row.channel === 'email' ? 'email' : 'webhook', ok: false, attempts: 0, status: null, error: 'the project or its monitor is gone' };
     } else if (row.channel === 'webhook') {
-      const url = monitor.chat_webhook_url === null ? null : deps.secrets.tryOpen(monitor.chat_webhook_url, webhookContext(row.project_id));
+      const url = monitor.chat_webhook_url === null ? null : this.secrets.tryOpen(monitor.chat_webhook_url, webhookContext(row.project_id));
       result =
         url === null
           ? { channel: 'webhook', ok: false, attempts: 0, status: null, error: 'the monitor has no readable chat_webhook_url any more' }
-          : await sendWebhook(url, event, { policy: this.o.policy, ...this.retries() });
+          : await sendWebhook(url, event, { policy: this.policy, ...this.retries() });
     } else {
       result =
         monitor.notify_email === null
           ? { channel: 'email', ok: false, attempts: 0, status: null, error: 'the monitor has no notify_email any more' }
-          : await sendEmail(deps.mailer, monitor.notify_email, event, this.retries());
+          : await sendEmail(this.mailer, monitor.notify_email, event, this.retries());
     }
-    await deps.store.repos.uptime.settleNotification(row.id, {
+    await repos.uptime.settleNotification(row.id, {
       status: result.ok ? 'sent' : 'failed',
       attempts: result.attempts,
       response_status: result.status,
       error: result.error,
-      sent_at: result.ok ? iso(deps.clock.now()) : null,
+      sent_at: result.ok ? iso(this.clock.now()) : null,
     });
-    if (!result.ok) this.o.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
+    if (!result.ok) this.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
     return result;
   }
 
   private retries(): { attempts?: number; backoffMs?: number; clock: Clock; random: Random } {
-    return { clock: this.o.deps.clock, random: this.o.deps.random, ...(this.o.attempts === undefined ? {} : { attempts: this.o.attempts }), ...(this.o.backoffMs === undefined ? {} : { backoffMs: this.o.backoffMs }) };
+    return { clock: this.clock, random: this.random, ...(this.attempts === undefined ? {} : { attempts: this.attempts }), ...(this.backoffMs === undefined ? {} : { backoffMs: this.backoffMs }) };
   }
 
   /** What the notification says: its project, its address and the incident it is about. */
   private async eventOf(row: UptimeNotificationRow): Promise<AlertEvent | null> {
-    const { repos } = this.o.deps.store;
+    const { repos } = this;
     const project = await repos.projects.byId(row.project_id);
     const monitor = await repos.uptime.find(row.project_id);
     if (project === undefined || monitor === undefined) return null;
     const workspace = await repos.workspaces.byId(project.workspace_id);
     const incidentId = row.transition.startsWith('down:') || row.transition.startsWith('up:') ? row.transition.slice(row.transition.indexOf(':') + 1) : null;
     const incident = incidentId === null ? undefined : await repos.uptime.incident(incidentId);
-    const { appsDomain, routerPort } = this.o.deps.platform;
+    const { appsDomain, routerPort } = this;
     return {
       kind: row.event === 'down' || row.event === 'up' || row.event === 'crash' ? row.event : 'test',
       project: { id: project.id, name: project.name, slug: project.slug, workspace: workspace?.slug ?? '' },

@@ -1,28 +1,15 @@
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { invalid } from '../../domain/errors.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import type { UptimeStatus } from '../../domain/uptime.js';
-import type { Repositories, Rollup, UptimeMonitorRow, UptimeNotificationRow } from '../../store/repositories/index.js';
+import type { Repositories, Rollup, UptimeMonitorRow } from '../../store/repositories/index.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { ProjectPolicy } from '../projects/policy.js';
 import type { NotifyPolicy } from './policy.js';
-import type { DeliveryResult } from '../../adapters/notify/channels.js';
 import { checkUrlShape } from '../../adapters/notify/ssrf.js';
 import { queueNotifications, UPTIME_BUCKETS_MS } from './uptime.worker.js';
 import { webhookContext, type UptimeNotifier } from './notifier.js';
 import type { Access } from '../tenancy/context.js';
-
-export interface UptimeView {
-  enabled: boolean;
-  check_interval_sec: number;
-  check_path: string;
-  check_url: string;
-  chat_webhook_url: string | null;
-  notify_email: string | null;
-  status: UptimeStatus;
-  last_checked_at: string | null;
-  last_response_ms: number | null;
-}
+import type { UptimeHistory, UptimeMonitor, UptimeNotificationPage, UptimeTestResult } from './uptime.schema.js';
 
 export interface UptimeInput {
   enabled?: boolean | undefined;
@@ -48,30 +35,7 @@ export const UPTIME_DEFAULTS = {
   last_error: null,
 } as const satisfies Omit<UptimeMonitorRow, 'project_id' | 'updated_at'>;
 
-export type HistoryPeriod = '24h' | '7d' | '30d';
-
-export interface HistoryView {
-  period: HistoryPeriod;
-  from: string;
-  to: string;
-  checks: number;
-  failures: number;
-  /** percent of successful checks, three decimals; null without checks */
-  availability: number | null;
-  /** of the successful checks: exact over 24 h, the upper bound of a histogram bucket over 7 and 30 days */
-  response_ms: { avg: number | null; p50: number | null; p95: number | null; p99: number | null };
-  /** hourly (24h, 7d) or daily (30d) */
-  series: { start: string; checks: number; failures: number; availability: number | null; avg_ms: number | null }[];
-  incidents: { id: string; started_at: string; ended_at: string | null; duration_sec: number; cause: string }[];
-}
-
-/** A delivery as the log shows it: the row without its project, its dedupe key and its cause. */
-export type NotificationView = Pick<UptimeNotificationRow, 'id' | 'event' | 'channel' | 'status' | 'attempts' | 'response_status' | 'error' | 'created_at' | 'sent_at'>;
-
-export interface TestView {
-  webhook: Omit<DeliveryResult, 'channel'> | null;
-  email: Omit<DeliveryResult, 'channel'> | null;
-}
+export type HistoryPeriod = UptimeHistory['period'];
 
 const PERIOD_MS: Record<HistoryPeriod, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 
@@ -89,7 +53,7 @@ export class UptimeService {
     private readonly notifier: UptimeNotifier,
   ) {}
 
-  async get(access: Access, projectSlug: ProjectRef): Promise<UptimeView> {
+  async get(access: Access, projectSlug: ProjectRef): Promise<UptimeMonitor> {
     const project = await resolveProject(this.repos, access, projectSlug);
     const row = await this.repos.uptime.find(project.id);
     return this.view(access, project, row ?? { ...UPTIME_DEFAULTS, project_id: project.id, updated_at: project.created_at });
@@ -99,7 +63,7 @@ export class UptimeService {
    * Changes only the fields given. One upsert statement: the first PUT creates the row from the
    * defaults, and two concurrent PUTs of different fields both take effect.
    */
-  async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeView> {
+  async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeMonitor> {
     if (typeof input.chat_webhook_url === 'string') {
       const problem = checkUrlShape(input.chat_webhook_url, this.targets);
       if (problem !== null) throw invalid(problem);
@@ -120,7 +84,7 @@ export class UptimeService {
   }
 
   /** Availability, response times, a series and the incidents of the last 24 hours, 7 or 30 days. */
-  async history(access: Access, projectSlug: ProjectRef, period: HistoryPeriod): Promise<HistoryView> {
+  async history(access: Access, projectSlug: ProjectRef, period: HistoryPeriod): Promise<UptimeHistory> {
     const project = await resolveProject(this.repos, access, projectSlug);
     const now = this.clock.now();
     const from = new Date(now.getTime() - PERIOD_MS[period]);
@@ -178,7 +142,7 @@ export class UptimeService {
   }
 
   /** The delivery log: every notification of the project, newest first. */
-  async notifications(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<{ notifications: NotificationView[]; total: number; page: number; limit: number }> {
+  async notifications(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<UptimeNotificationPage> {
     const project = await resolveProject(this.repos, access, projectSlug);
     const { rows, total } = await this.repos.uptime.notifications(project.id, limit, (page - 1) * limit);
     return {
@@ -190,7 +154,7 @@ export class UptimeService {
   }
 
   /** A test notification to each configured channel, now: what each answered. */
-  async test(access: Access, projectSlug: ProjectRef): Promise<TestView> {
+  async test(access: Access, projectSlug: ProjectRef): Promise<UptimeTestResult> {
     const project = await resolveProject(this.repos, access, projectSlug);
     const monitor = await this.repos.uptime.find(project.id);
     if (monitor === undefined || (monitor.chat_webhook_url === null && monitor.notify_email === null)) {
@@ -198,7 +162,7 @@ export class UptimeService {
     }
     const now = iso(this.clock.now());
     const queued = await queueNotifications(this.ids, this.repos.uptime, monitor, `test:${this.ids.id()}`, 'test', now, null, 'sending');
-    const view: TestView = { webhook: null, email: null };
+    const view: UptimeTestResult = { webhook: null, email: null };
     for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);
       view[channel] = result;
@@ -206,7 +170,7 @@ export class UptimeService {
     return view;
   }
 
-  private view(_access: Access, project: ProjectRow, row: UptimeMonitorRow): UptimeView {
+  private view(_access: Access, project: ProjectRow, row: UptimeMonitorRow): UptimeMonitor {
     const { appsDomain, routerPort } = this.hosts;
     return {
       enabled: row.enabled === 1,

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
-import { iso, type IdSource } from '../../domain/clock.js';
-import type { Deps } from '../deps.js';
+import { iso, type Clock, type IdSource, type Random } from '../../domain/clock.js';
+import type { StoreOf } from '../../store/db.js';
 import { DEFAULT_UPTIME_RULES, type UptimeRules } from './policy.js';
 import { defaultDomain } from '../projects/resolve.js';
 import type { MonitorState, MonitorTarget, Repositories, Rollup, UptimeNotificationRow } from '../../store/repositories/index.js';
@@ -98,7 +98,15 @@ export interface CheckerLog {
 }
 
 export interface UptimeCheckerOptions {
-  deps: Deps;
+  /** the monitors, their checks, sums, incidents and notifications; whether a project has a deployment running or in progress */
+  store: StoreOf<'uptime' | 'deployments'>;
+  clock: Clock;
+  /** where in its first interval a monitor is first checked */
+  random: Random;
+  /** the incidents' and notifications' ids */
+  ids: IdSource;
+  /** apps get `<host label>.<appsDomain>`: the host name a check asks the router for */
+  appsDomain: string;
   probe: Probe;
   /** a transition (or test) was queued for delivery: deliver the project's pending notifications */
   onQueued: () => void;
@@ -136,14 +144,37 @@ export class UptimeChecker {
   private lastPrune = 0;
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly o: UptimeCheckerOptions) {
+  private readonly store: UptimeCheckerOptions['store'];
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly ids: IdSource;
+  private readonly appsDomain: string;
+  private readonly probe: Probe;
+  private readonly onQueued: () => void;
+  private readonly log: CheckerLog;
+  private readonly concurrency: number;
+  private readonly tickMs: number;
+  private readonly observe: ((projectId: string, lateMs: number) => void) | undefined;
+
+  constructor(o: UptimeCheckerOptions) {
+    this.store = o.store;
+    this.clock = o.clock;
+    this.random = o.random;
+    this.ids = o.ids;
+    this.appsDomain = o.appsDomain;
+    this.probe = o.probe;
+    this.onQueued = o.onQueued;
+    this.log = o.log;
     this.rules = o.rules ?? DEFAULT_UPTIME_RULES;
+    this.concurrency = o.concurrency ?? 20;
+    this.tickMs = o.tickMs ?? 500;
+    this.observe = o.observe;
   }
 
   start(): void {
     this.timer = setInterval(() => {
       void this.tick();
-    }, this.o.tickMs ?? 500);
+    }, this.tickMs);
     this.timer.unref();
     void this.tick();
   }
@@ -171,15 +202,15 @@ export class UptimeChecker {
 
   private async schedule(): Promise<void> {
     if (this.stopped) return;
-    const { deps } = this.o;
+    const { store, clock, random } = this;
     let monitors: MonitorTarget[];
     try {
-      monitors = await deps.store.repos.uptime.enabled();
+      monitors = await store.repos.uptime.enabled();
     } catch (err) {
-      this.o.log.error({ err }, 'uptime: cannot read the monitors');
+      this.log.error({ err }, 'uptime: cannot read the monitors');
       return;
     }
-    const now = deps.clock.now().getTime();
+    const now = clock.now().getTime();
     const seen = new Set<string>();
     for (const m of monitors) {
       seen.add(m.project_id);
@@ -187,18 +218,18 @@ export class UptimeChecker {
       let due = this.next.get(m.project_id);
       if (due === undefined || due > now + intervalMs) {
         // new (or its interval shortened): somewhere in its first interval
-        due = now + Math.floor(deps.random.bytes(2).readUInt16BE(0) / 65536 * intervalMs);
+        due = now + Math.floor(random.bytes(2).readUInt16BE(0) / 65536 * intervalMs);
         this.next.set(m.project_id, due);
       }
       if (due > now || this.inFlight.has(m.project_id)) continue;
-      if (this.inFlight.size >= (this.o.concurrency ?? 20)) break;
+      if (this.inFlight.size >= this.concurrency) break;
       // the next check a whole interval after this one was due (no drift), never in the past
       this.next.set(m.project_id, Math.max(due + intervalMs, now + 1000));
       this.inFlight.add(m.project_id);
-      this.o.observe?.(m.project_id, now - due);
+      this.observe?.(m.project_id, now - due);
       const job = this.check(m)
         .catch((err: unknown) => {
-          this.o.log.error({ err, project: m.project_id }, 'uptime: a check failed to complete');
+          this.log.error({ err, project: m.project_id }, 'uptime: a check failed to complete');
         })
         .finally(() => {
           this.inFlight.delete(m.project_id);
@@ -209,34 +240,34 @@ export class UptimeChecker {
     for (const id of this.next.keys()) if (!seen.has(id)) this.next.delete(id);
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
-      await deps.store.repos.uptime.prune(iso(new Date(now - 25 * 3_600_000)), iso(new Date(now - 90 * 86_400_000))).catch((err: unknown) => {
-        this.o.log.warn({ err }, 'uptime: pruning old checks failed');
+      await store.repos.uptime.prune(iso(new Date(now - 25 * 3_600_000)), iso(new Date(now - 90 * 86_400_000))).catch((err: unknown) => {
+        this.log.warn({ err }, 'uptime: pruning old checks failed');
       });
     }
   }
 
   /** Checks one monitor now and records what it found. */
   async check(m: MonitorTarget): Promise<void> {
-    const { deps } = this.o;
-    const host = defaultDomain(m, deps.platform.appsDomain);
-    const at = iso(deps.clock.now());
-    if (PAUSED.has(m.project_status) || !(await deps.store.repos.deployments.anyRunning(m.project_id))) {
+    const { store, clock, ids } = this;
+    const host = defaultDomain(m, this.appsDomain);
+    const at = iso(clock.now());
+    if (PAUSED.has(m.project_status) || !(await store.repos.deployments.anyRunning(m.project_id))) {
       await this.pause(m, at);
       return;
     }
-    const result = await this.o.probe(host, m.check_path, Math.min(10_000, m.check_interval_sec * 1000));
+    const result = await this.probe(host, m.check_path, Math.min(10_000, m.check_interval_sec * 1000));
     // failures while Slipway itself rolls the project out or stops it do not count
-    const counted = result.ok || !(ROLLING.has(m.project_status) || (await deps.store.repos.deployments.anyActive(m.project_id)));
+    const counted = result.ok || !(ROLLING.has(m.project_status) || (await store.repos.deployments.anyActive(m.project_id)));
     const from: MonitorState = { status: m.status, failures: m.failures, successes: m.successes, incident_id: m.incident_id };
     const e = evaluate(from, result.ok, counted, this.rules);
-    const moved = await deps.store.transaction(async (tx) => {
+    const moved = await store.transaction(async (tx) => {
       const hour = `${at.slice(0, 13)}:00:00.000Z`;
       await tx.uptime.addCheck({ project_id: m.project_id, at, ok: result.ok ? 1 : 0, status_code: result.status, response_ms: result.response_ms, error: result.error });
       const rollup = (await tx.uptime.rollup(m.project_id, hour)) ?? { hour, checks: 0, failures: 0, sum_ms: 0, histogram: [] };
       await tx.uptime.putRollup(m.project_id, addToRollup(rollup, result.ok, result.response_ms));
       let incident = from.incident_id;
       if (e.transition === 'down') {
-        incident = deps.ids.id();
+        incident = ids.id();
         await tx.uptime.openIncident({ id: incident, project_id: m.project_id, started_at: at, ended_at: null, cause: result.error ?? 'no answer' });
       } else if (e.transition === 'up' && incident !== null) {
         await tx.uptime.closeIncident(incident, at);
@@ -249,7 +280,7 @@ export class UptimeChecker {
         last_error: result.error,
       });
       if (!ok) throw new Moved();
-      if (e.transition !== null && incident !== null) await queueNotifications(deps.ids, tx.uptime, m, `${e.transition}:${incident}`, e.transition, at);
+      if (e.transition !== null && incident !== null) await queueNotifications(ids, tx.uptime, m, `${e.transition}:${incident}`, e.transition, at);
       return true;
     }).catch((err: unknown) => {
       if (err instanceof Moved) return false;
@@ -257,15 +288,15 @@ export class UptimeChecker {
     });
     if (!moved) return;
     if (e.transition !== null) {
-      this.o.log.info({ project: m.project_id, transition: e.transition, error: result.error }, `uptime: ${m.slug} is ${e.transition}`);
-      this.o.onQueued();
+      this.log.info({ project: m.project_id, transition: e.transition, error: result.error }, `uptime: ${m.slug} is ${e.transition}`);
+      this.onQueued();
     }
-    if (e.recheck) this.next.set(m.project_id, deps.clock.now().getTime() + this.rules.recheckMs);
+    if (e.recheck) this.next.set(m.project_id, clock.now().getTime() + this.rules.recheckMs);
   }
 
   private async pause(m: MonitorTarget, at: string): Promise<void> {
     if (m.status === 'paused') return;
-    const { repos } = this.o.deps.store;
+    const { repos } = this.store;
     if (m.incident_id !== null) await repos.uptime.closeIncident(m.incident_id, at);
     await repos.uptime.move(m.project_id, { status: m.status, failures: m.failures, successes: m.successes, incident_id: m.incident_id }, { status: 'paused', failures: 0, successes: 0, incident_id: null, last_checked_at: at, last_response_ms: null, last_error: null });
   }

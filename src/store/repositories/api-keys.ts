@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { ApiKeysTable } from '../schema.js';
+import type { ApiKeysTable } from '../tables/tenancy.js';
 import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 import type { UserRow } from './users.js';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { toNumber } from '../dialects.js';
-import type { UsageColumns } from '../schema.js';
+import type { UsageColumns } from '../tables/billing.js';
 import { Repository } from './repository.js';
 
 /** A resource that runs now, with what its minutes cost (docs/billing.md#metering). */

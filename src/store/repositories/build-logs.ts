@@ -1,4 +1,4 @@
-import type { DeploymentLogsTable } from '../schema.js';
+import type { DeploymentLogsTable } from '../tables/deployments.js';
 import { Repository } from './repository.js';
 
 export type BuildLogLine = DeploymentLogsTable;

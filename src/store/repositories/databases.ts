@@ -1,5 +1,5 @@
 import { lockClause, orDuplicate, toNumber } from '../dialects.js';
-import type { DatabaseEventsTable, DatabasesTable } from '../schema.js';
+import type { DatabaseEventsTable, DatabasesTable } from '../tables/databases.js';
 import { Repository } from './repository.js';
 
 export type DatabaseRow = DatabasesTable;

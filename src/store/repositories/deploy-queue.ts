@@ -1,5 +1,5 @@
 import { LEASED, LIVE, type DeploymentStatus } from '../../domain/deployment.js';
-import type { DeploymentRow } from '../schema.js';
+import type { DeploymentRow } from '../tables/deployments.js';
 import { Repository } from './repository.js';
 
 /** What a move along the state machine writes besides the status. */

@@ -1,6 +1,6 @@
 import { ACTIVE, LEASED, LIVE, type DeploymentStatus } from '../../domain/deployment.js';
 import { toNumber } from '../dialects.js';
-import type { DeploymentRow } from '../schema.js';
+import type { DeploymentRow } from '../tables/deployments.js';
 import { Repository } from './repository.js';
 
 /** A deployment the router may have to serve, with its project's default host label. */

@@ -1,4 +1,4 @@
-import type { DomainsTable } from '../schema.js';
+import type { DomainsTable } from '../tables/domains.js';
 import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 

@@ -1,4 +1,4 @@
-import type { EnvVarsTable } from '../schema.js';
+import type { EnvVarsTable } from '../tables/env.js';
 import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 

@@ -1,4 +1,4 @@
-import type { GitConnectionsTable } from '../schema.js';
+import type { GitConnectionsTable } from '../tables/projects.js';
 import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 

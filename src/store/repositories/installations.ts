@@ -1,4 +1,4 @@
-import type { GitHubInstallationsTable, GitHubLinkStatesTable } from '../schema.js';
+import type { GitHubInstallationsTable, GitHubLinkStatesTable } from '../tables/github.js';
 import { Repository } from './repository.js';
 
 export type InstallationRow = GitHubInstallationsTable;

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { lockClause } from '../dialects.js';
-import type { InvitationsTable } from '../schema.js';
+import type { InvitationsTable } from '../tables/tenancy.js';
 import { Repository } from './repository.js';
 
 export type InvitationRow = Selectable<InvitationsTable>;

@@ -1,4 +1,4 @@
-import type { LeasesTable } from '../schema.js';
+import type { LeasesTable } from '../tables/deployments.js';
 import { Repository } from './repository.js';
 
 /** Named leases: at most one holder of each at a time (src/modules/deployments/engine/leadership.ts). */

@@ -1,7 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
 import { lockClause, orDuplicate } from '../dialects.js';
-import type { MembersTable, MemberStatus } from '../schema.js';
+import type { MembersTable, MemberStatus } from '../tables/tenancy.js';
 import { Repository } from './repository.js';
 import { asAccess, workspacesWithRole, type WorkspaceAccess } from './workspaces.js';
 

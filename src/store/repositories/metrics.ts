@@ -1,5 +1,5 @@
 import { toNumber } from '../dialects.js';
-import type { ResourceMetricsTable } from '../schema.js';
+import type { ResourceMetricsTable } from '../tables/metrics.js';
 import { Repository } from './repository.js';
 
 /** One minute of a resource's use. */

@@ -1,5 +1,5 @@
 import { toNumber } from '../dialects.js';
-import type { PaymentStatus, PaymentsTable } from '../schema.js';
+import type { PaymentStatus, PaymentsTable } from '../tables/billing.js';
 import { Repository } from './repository.js';
 
 export interface PaymentRow extends Omit<PaymentsTable, 'amount'> {

@@ -2,7 +2,7 @@ import type { ProjectStatus } from '../../domain/project.js';
 import { lockClause, orDuplicate, toNumber } from '../dialects.js';
 import type { Insertable } from 'kysely';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { ProjectsTable } from '../schema.js';
+import type { ProjectsTable } from '../tables/projects.js';
 import { PreparedQuery } from '../prepared-query.js';
 import type { GitConnectionRow } from './git-connections.js';
 import { Repository } from './repository.js';

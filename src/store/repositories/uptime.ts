@@ -1,5 +1,6 @@
 import { toNumber } from '../dialects.js';
-import type { ProjectStatus, UptimeChecksTable, UptimeIncidentsTable, UptimeMonitorsTable, UptimeNotificationsTable, UptimeStatus } from '../schema.js';
+import type { ProjectStatus } from '../tables/projects.js';
+import type { UptimeChecksTable, UptimeIncidentsTable, UptimeMonitorsTable, UptimeNotificationsTable, UptimeStatus } from '../tables/uptime.js';
 import { Repository } from './repository.js';
 
 export type UptimeMonitorRow = UptimeMonitorsTable;

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { UsersTable } from '../schema.js';
+import type { UsersTable } from '../tables/tenancy.js';
 import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 

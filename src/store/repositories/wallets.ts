@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { toNumber } from '../dialects.js';
-import type { TransactionType, WalletsTable } from '../schema.js';
+import type { TransactionType, WalletsTable } from '../tables/billing.js';
 import { Repository } from './repository.js';
 
 export interface Wallet {

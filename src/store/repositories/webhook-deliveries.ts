@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../dialects.js';
-import type { WebhookDeliveriesTable } from '../schema.js';
+import type { WebhookDeliveriesTable } from '../tables/webhooks.js';
 import { Repository } from './repository.js';
 
 /** The GitHub deliveries acted on, per receiver (src/modules/deployments/deploy.service.ts claimDelivery). */

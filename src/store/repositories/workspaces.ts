@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
 import { lockClause, orDuplicate, toNumber } from '../dialects.js';
-import type { DB, WorkspacesTable } from '../schema.js';
+import type { DB } from '../schema.js';
+import type { WorkspacesTable } from '../tables/tenancy.js';
 import { microsPerMinor } from '../../domain/money.js';
 import { Repository } from './repository.js';
 import { WalletRepository } from './wallets.js';

@@ -4,7 +4,7 @@ import type { BaseImages, GitSource } from '../../../domain/ports.js';
 import type { Owner, Runtime } from '../../../domain/runtime.js';
 import { cloneTokenFor } from '../../github/installations.js';
 import type { ProjectRow } from '../../projects/resolve.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import type { DeploymentRow } from '../../../store/schema.js';
 import { parseSettings } from '../../tenancy/views.js';
 import type { BuildLog } from '../build-log.js';
@@ -12,7 +12,8 @@ import { PROJECT_LABEL, type EngineLog } from './containers.js';
 import { DeployFailure } from './failure.js';
 
 export interface BuildStepOptions {
-  store: Store;
+  /** the project's Git connection and workspace; the installation a private repository is cloned with */
+  repos: Pick<Repositories, 'gitConnections' | 'workspaces' | 'installations'>;
   git: GitSource;
   githubApp: GitHubApp | undefined;
   runtime: Runtime;
@@ -37,14 +38,30 @@ const firstLine = (s: string): string => s.split('\n')[0]?.trim() ?? '';
  * checkout. Its failures are DeployFailures, whose sentence the user reads on the deployment.
  */
 export class BuildStep {
-  constructor(private readonly o: BuildStepOptions) {}
+  private readonly repos: BuildStepOptions['repos'];
+  private readonly git: GitSource;
+  private readonly githubApp: GitHubApp | undefined;
+  private readonly runtime: Runtime;
+  private readonly baseImages: BaseImages;
+  private readonly workDir: string;
+  private readonly labels: Record<string, string>;
+
+  constructor(o: BuildStepOptions) {
+    this.repos = o.repos;
+    this.git = o.git;
+    this.githubApp = o.githubApp;
+    this.runtime = o.runtime;
+    this.baseImages = o.baseImages;
+    this.workDir = o.workDir;
+    this.labels = o.labels;
+  }
 
   async build(d: DeploymentRow, project: ProjectRow, owner: Owner, say: (line: string) => void, signal: AbortSignal): Promise<Built> {
-    const { store, runtime, git } = this.o;
-    const conn = await store.repos.gitConnections.of(project.id);
+    const { repos, runtime, git } = this;
+    const conn = await repos.gitConnections.of(project.id);
     if (conn === undefined) throw new DeployFailure('The project has no Git connection any more.');
     // A workspace's deletion takes its projects with it.
-    const ws = await store.repos.workspaces.byId(project.workspace_id);
+    const ws = await repos.workspaces.byId(project.workspace_id);
     if (ws === undefined) throw new DeployFailure('The project was deleted.');
     const timeoutMs = parseSettings(ws.settings).build_timeout_sec * 1000;
     const branch = d.branch ?? conn.branch;
@@ -52,25 +69,25 @@ export class BuildStep {
     let checkout;
     try {
       // only an installation still linked to the project's workspace, restricted to this repository
-      const token = await cloneTokenFor(store.repos, this.o.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
-      checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.o.workDir, commitSha: d.commit_sha ?? undefined, requireHead: d.require_head === 1, token, timeoutMs, signal });
+      const token = await cloneTokenFor(repos, this.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
+      checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.workDir, commitSha: d.commit_sha ?? undefined, requireHead: d.require_head === 1, token, timeoutMs, signal });
     } catch (err) {
       // A cached installation token that Git refused (revoked, access removed) is not used again.
-      if (err instanceof GitSourceError && err.code === 'access_denied') this.o.githubApp?.forget(Number(conn.installation_id));
+      if (err instanceof GitSourceError && err.code === 'access_denied') this.githubApp?.forget(Number(conn.installation_id));
       throw new DeployFailure(err instanceof Error ? err.message : String(err));
     }
     try {
       say(`Commit ${checkout.commitSha.slice(0, 12)}: ${firstLine(checkout.commitMessage)}`);
       let context;
       try {
-        context = await prepareBuildContext({ checkoutDir: checkout.dir, rootDir: conn.root_dir, dockerfilePath: conn.dockerfile_path, baseImages: this.o.baseImages, port: project.port });
+        context = await prepareBuildContext({ checkoutDir: checkout.dir, rootDir: conn.root_dir, dockerfilePath: conn.dockerfile_path, baseImages: this.baseImages, port: project.port });
       } catch (err) {
         throw new DeployFailure(err instanceof Error ? err.message : String(err));
       }
       say(context.description);
       const tag = `slipway/${ws.slug}-${project.slug}:${d.id}`;
       // Images carry few labels: the classic builder adds one step (~70 ms) per label.
-      const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, labels: { ...this.o.labels, [PROJECT_LABEL]: owner.project }, onLine: say, timeoutMs, signal });
+      const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, labels: { ...this.labels, [PROJECT_LABEL]: owner.project }, onLine: say, timeoutMs, signal });
       switch (result.status) {
         case 'succeeded':
           return { image: tag, commit: { sha: checkout.commitSha, message: checkout.commitMessage } };

@@ -34,7 +34,8 @@ export interface ContainersOptions {
   runtime: Runtime;
   /** the resource sampler's recent use of a container (the status view answers from it) */
   usageOf?: UsageOf | undefined;
-  envVars: EnvService;
+  /** a project's variables as its containers get them */
+  envVars: Pick<EnvService, 'resolvedFor'>;
   clock: Clock;
   log: EngineLog;
   instanceId: string;
@@ -110,7 +111,22 @@ export class InstanceContainers {
   /** workspace networks this installation's older containers were moved onto (once per process) */
   private readonly moved = new Set<string>();
 
-  constructor(private readonly o: ContainersOptions) {
+  private readonly runtime: Runtime;
+  private readonly usageOf: UsageOf | undefined;
+  private readonly envVars: Pick<EnvService, 'resolvedFor'>;
+  private readonly clock: Clock;
+  private readonly log: EngineLog;
+  private readonly instanceId: string;
+  private readonly self: string | undefined;
+
+  constructor(o: ContainersOptions) {
+    this.runtime = o.runtime;
+    this.usageOf = o.usageOf;
+    this.envVars = o.envVars;
+    this.clock = o.clock;
+    this.log = o.log;
+    this.instanceId = o.instanceId;
+    this.self = o.self;
     this.labels = instanceLabels(o.instanceId);
     this.mode = o.upstreamMode;
   }
@@ -121,12 +137,12 @@ export class InstanceContainers {
 
   /** A suffix that keeps a replacement container's name apart from the one it replaces. */
   stamp(): string {
-    return this.o.clock.now().getTime().toString(36);
+    return this.clock.now().getTime().toString(36);
   }
 
   async envOf(project: ProjectRow): Promise<Record<string, string>> {
     try {
-      return { ...(await this.o.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
+      return { ...(await this.envVars.resolvedFor(project.id)), PORT: project.port.toString() };
     } catch (err) {
       throw err instanceof UnusableEnvError ? new DeployFailure(err.message) : err;
     }
@@ -157,13 +173,13 @@ export class InstanceContainers {
     };
     if (hostPort !== undefined) {
       try {
-        return await this.o.runtime.run({ ...spec, hostPort });
+        return await this.runtime.run({ ...spec, hostPort });
       } catch (err) {
         if (!(err instanceof HostPortTakenError)) throw err;
-        this.o.log.info({ hostPort, container: name }, 'the chosen host port was taken; the engine picks one');
+        this.log.info({ hostPort, container: name }, 'the chosen host port was taken; the engine picks one');
       }
     }
-    return this.o.runtime.run(spec);
+    return this.runtime.run(spec);
   }
 
   /**
@@ -176,30 +192,30 @@ export class InstanceContainers {
     const mounts: Mount[] = [];
     for (const [i, path] of paths.entries()) {
       const volume = projectVolumeName(project.id, i);
-      await this.o.runtime.ensureVolume({ name: volume, workspace: project.workspace_id, labels: { ...this.labels, [PROJECT_LABEL]: project.id } });
+      await this.runtime.ensureVolume({ name: volume, workspace: project.workspace_id, labels: { ...this.labels, [PROJECT_LABEL]: project.id } });
       mounts.push({ volume, path });
     }
     return mounts;
   }
 
   async remove(selector: { project: string; deployment?: string }): Promise<void> {
-    const containers = await this.o.runtime.list({ owner: selector, labels: this.labels });
+    const containers = await this.runtime.list({ owner: selector, labels: this.labels });
     await Promise.all(
       containers.map(async (c) => {
-        await this.o.runtime.stop(c.id, { graceSeconds: 10 });
-        await this.o.runtime.remove(c.id);
+        await this.runtime.stop(c.id, { graceSeconds: 10 });
+        await this.runtime.remove(c.id);
       }),
     );
   }
 
   /** A deployment's containers, as the engine sees them now. */
   of(projectId: string, deploymentId: string): Promise<ContainerInfo[]> {
-    return this.o.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
+    return this.runtime.list({ owner: { project: projectId, deployment: deploymentId }, labels: this.labels });
   }
 
   /** Every container of this installation, by the deployment that owns it: one engine call for a whole pass. */
   async byDeployment(): Promise<Map<string, ContainerInfo[]>> {
-    return groupBy(await this.o.runtime.list({ labels: this.labels }), (c) => c.owner?.deployment);
+    return groupBy(await this.runtime.list({ labels: this.labels }), (c) => c.owner?.deployment);
   }
 
   /** The running containers among `containers`, as the router reaches them. */
@@ -211,7 +227,7 @@ export class InstanceContainers {
   }
 
   pods(projectId: string, deploymentId: string): Promise<Pod[]> {
-    return podsOf(this.o.runtime, this.labels, projectId, deploymentId, this.o.usageOf);
+    return podsOf(this.runtime, this.labels, projectId, deploymentId, this.usageOf);
   }
 
   /**
@@ -224,10 +240,10 @@ export class InstanceContainers {
    * what is deployed next still reaches them.
    */
   async network(ws: { id: string; slug: string }): Promise<string> {
-    const name = workspaceNetworkName(this.o.instanceId, ws.slug);
+    const name = workspaceNetworkName(this.instanceId, ws.slug);
     await this.ensureNetwork(name, ws, true);
-    if (this.mode === 'network' && this.o.self !== undefined && !this.joined.has(name)) {
-      await this.o.runtime.connect(name, this.o.self);
+    if (this.mode === 'network' && this.self !== undefined && !this.joined.has(name)) {
+      await this.runtime.connect(name, this.self);
       this.joined.add(name);
     }
     if (!this.moved.has(name)) {
@@ -239,14 +255,14 @@ export class InstanceContainers {
 
   private async ensureNetwork(name: string, ws: { id: string; slug: string }, retry: boolean): Promise<void> {
     try {
-      await this.o.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels });
+      await this.runtime.ensureNetwork({ name, workspace: ws.id, labels: this.labels });
     } catch (err) {
-      if (retry && err instanceof ForeignObjectError && err.labels[INSTANCE_LABEL] === this.o.instanceId) {
+      if (retry && err instanceof ForeignObjectError && err.labels[INSTANCE_LABEL] === this.instanceId) {
         // this installation's, of another workspace: a deleted one that had the slug
-        const removed = await this.o.runtime.removeNetwork(name).then(() => true, () => false);
+        const removed = await this.runtime.removeNetwork(name).then(() => true, () => false);
         if (removed) {
           this.forgetNetwork(name);
-          this.o.log.info({ network: name }, 'removed the network of a deleted workspace of the same slug');
+          this.log.info({ network: name }, 'removed the network of a deleted workspace of the same slug');
           await this.ensureNetwork(name, ws, false);
           return;
         }
@@ -260,20 +276,20 @@ export class InstanceContainers {
   private async joinOlder(network: string, workspaceId: string): Promise<void> {
     let containers: ContainerInfo[];
     try {
-      containers = await this.o.runtime.list({ owner: { workspace: workspaceId }, labels: this.labels });
+      containers = await this.runtime.list({ owner: { workspace: workspaceId }, labels: this.labels });
     } catch (err) {
       // only older containers' reach depends on it: the deployment goes on, and the next process tries again
-      this.o.log.warn({ err, network }, 'cannot list the workspace\'s containers to attach older ones to its network');
+      this.log.warn({ err, network }, 'cannot list the workspace\'s containers to attach older ones to its network');
       return;
     }
     for (const c of containers) {
-      if (c.state !== 'running' || Object.hasOwn(c.networks, network) || c.id === this.o.self) continue;
+      if (c.state !== 'running' || Object.hasOwn(c.networks, network) || c.id === this.self) continue;
       const aliases = [...new Set(Object.values(c.aliases ?? {}).flat())];
       try {
-        await this.o.runtime.connect(network, c.id, aliases);
-        this.o.log.info({ container: c.name, network }, 'a container made before workspace networks were named by installation joined its workspace\'s network');
+        await this.runtime.connect(network, c.id, aliases);
+        this.log.info({ container: c.name, network }, 'a container made before workspace networks were named by installation joined its workspace\'s network');
       } catch (err) {
-        this.o.log.warn({ err, container: c.name, network }, 'a container could not join its workspace\'s network');
+        this.log.warn({ err, container: c.name, network }, 'a container could not join its workspace\'s network');
       }
     }
   }

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Clock, IdSource } from '../../../domain/clock.js';
 import type { Engine } from '../../../domain/ports.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import type { EngineHandle } from '../engine-handle.js';
 import { Leadership, type LeadershipLog } from './leadership.js';
 
@@ -11,7 +11,8 @@ export interface LeaderEngine extends Engine {
 }
 
 export interface EngineSupervisorOptions {
-  store: Store;
+  /** where the `deploy-engine` lease is held */
+  leases: Repositories['leases'];
   clock: Clock;
   ids: IdSource;
   log: LeadershipLog;
@@ -43,7 +44,7 @@ const STANDBY_RETRY_MS = 5_000;
  */
 export async function superviseEngine(o: EngineSupervisorOptions): Promise<EngineSupervisor> {
   const { log, handle } = o;
-  const leadership = new Leadership({ store: o.store, clock: o.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${o.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
+  const leadership = new Leadership({ leases: o.leases, clock: o.clock, log, name: 'deploy-engine', holder: `${hostname()}/${process.pid.toString()}/${o.ids.id()}`, ttlMs: ENGINE_LEASE_MS });
   let engine: LeaderEngine | null = null;
   const elect = async () => {
     if (engine !== null) return;

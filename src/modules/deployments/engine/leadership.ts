@@ -1,5 +1,5 @@
 import { iso, type Clock } from '../../../domain/clock.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import { sleep } from './sleep.js';
 
 export interface LeadershipLog {
@@ -9,7 +9,7 @@ export interface LeadershipLog {
 }
 
 export interface LeadershipOptions {
-  store: Store;
+  leases: Repositories['leases'];
   clock: Clock;
   log: LeadershipLog;
   /** the lease: one per kind of work that must run in one process only, e.g. `deploy-engine` */
@@ -53,7 +53,22 @@ export interface Campaign {
 export class Leadership {
   private until: Date | null = null;
 
-  constructor(private readonly o: LeadershipOptions) {}
+  private readonly leases: Repositories['leases'];
+  private readonly clock: Clock;
+  private readonly log: LeadershipLog;
+  private readonly name: string;
+  /** this process's name on the lease */
+  private readonly self: string;
+  private readonly ttlMs: number;
+
+  constructor(o: LeadershipOptions) {
+    this.leases = o.leases;
+    this.clock = o.clock;
+    this.log = o.log;
+    this.name = o.name;
+    this.self = o.holder;
+    this.ttlMs = o.ttlMs;
+  }
 
   /** When the lease this process holds runs out, as of its last successful tryAcquire; null when it does not hold it. */
   get heldUntil(): Date | null {
@@ -65,10 +80,10 @@ export class Leadership {
    * statement, so two processes racing for it cannot both win. False while another's lease runs.
    */
   async tryAcquire(): Promise<boolean> {
-    const { store, clock, name, holder, ttlMs } = this.o;
+    const { leases, clock, name, self, ttlMs } = this;
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + ttlMs);
-    const held = await store.repos.leases.acquire(name, holder, iso(now), iso(expiresAt));
+    const held = await leases.acquire(name, self, iso(now), iso(expiresAt));
     this.until = held ? expiresAt : null;
     return held;
   }
@@ -79,10 +94,10 @@ export class Leadership {
    * processes that both found it dead cannot both win.
    */
   async takeOver(dead: string): Promise<boolean> {
-    const { store, clock, name, holder, ttlMs } = this.o;
+    const { leases, clock, name, self, ttlMs } = this;
     const now = clock.now();
     const expiresAt = new Date(now.getTime() + ttlMs);
-    const taken = await store.repos.leases.takeOver(name, dead, holder, iso(now), iso(expiresAt));
+    const taken = await leases.takeOver(name, dead, self, iso(now), iso(expiresAt));
     this.until = taken ? expiresAt : null;
     return taken;
   }
@@ -90,18 +105,18 @@ export class Leadership {
   /** Give the lease up, if this process holds it, so that another can take it without waiting for it to expire. */
   async release(): Promise<void> {
     this.until = null;
-    await this.o.store.repos.leases.release(this.o.name, this.o.holder);
+    await this.leases.release(this.name, this.self);
   }
 
   /** Who holds the lease now; null when nobody does (never taken, released or expired). */
   async holder(): Promise<LeaseHolder | null> {
-    const row = await this.o.store.repos.leases.holderAt(this.o.name, iso(this.o.clock.now()));
+    const row = await this.leases.holderAt(this.name, iso(this.clock.now()));
     return row === undefined ? null : { holder: row.holder, expiresAt: row.expires_at };
   }
 
   /** Campaign for the lease until stopped: lead while holding it, stand by (and retry) while another does. */
   lead(opts: LeadOptions): Campaign {
-    return new Election(this, this.o, opts);
+    return new Election(this, this.clock, this.log, { lease: this.name, holder: this.self }, opts);
   }
 }
 
@@ -109,14 +124,15 @@ class Election implements Campaign {
   private isLeading = false;
   private readonly stopping = new AbortController();
   private readonly done: Promise<void>;
-  private readonly ctx: object;
 
   constructor(
     private readonly lease: Leadership,
-    private readonly o: LeadershipOptions,
+    private readonly clock: Clock,
+    private readonly log: LeadershipLog,
+    /** what each log line says about the lease: its name and this process */
+    private readonly ctx: { lease: string; holder: string },
     private readonly opts: LeadOptions,
   ) {
-    this.ctx = { lease: o.name, holder: o.holder };
     this.done = this.run();
   }
 
@@ -139,7 +155,7 @@ class Election implements Campaign {
       await sleep(this.isLeading ? this.opts.renewEveryMs : this.opts.retryEveryMs, this.stopping.signal);
     }
     if (this.isLeading) {
-      this.o.log.info(this.ctx, 'Stepping down: stopping');
+      this.log.info(this.ctx, 'Stepping down: stopping');
       await this.stepDown();
     }
     // Only after the work has stopped, or the next leader could start while it still runs.
@@ -154,28 +170,28 @@ class Election implements Campaign {
       // The store does not answer. Lead on while the lease surely runs; step down once the next
       // attempt would come too late, so that the work stops before another process may take over.
       const until = this.lease.heldUntil;
-      if (this.isLeading && (until === null || this.o.clock.now().getTime() + this.opts.renewEveryMs >= until.getTime())) {
-        this.o.log.error({ ...this.ctx, err }, 'Deposed: the lease could not be renewed before it runs out');
+      if (this.isLeading && (until === null || this.clock.now().getTime() + this.opts.renewEveryMs >= until.getTime())) {
+        this.log.error({ ...this.ctx, err }, 'Deposed: the lease could not be renewed before it runs out');
         await this.stepDown();
       } else {
-        this.o.log.warn({ ...this.ctx, err }, 'Could not take or renew the lease');
+        this.log.warn({ ...this.ctx, err }, 'Could not take or renew the lease');
       }
       return;
     }
     if (held && !this.isLeading && !this.stopping.signal.aborted) await this.elect();
     else if (!held && this.isLeading) {
-      this.o.log.warn(this.ctx, 'Deposed: another process took the lease');
+      this.log.warn(this.ctx, 'Deposed: another process took the lease');
       await this.stepDown();
     }
   }
 
   private async elect(): Promise<void> {
-    this.o.log.info(this.ctx, 'Elected: this process holds the lease');
+    this.log.info(this.ctx, 'Elected: this process holds the lease');
     try {
       await this.opts.onElected();
       this.isLeading = true;
     } catch (err) {
-      this.o.log.error({ ...this.ctx, err }, 'Could not take up the work of the lease; releasing it');
+      this.log.error({ ...this.ctx, err }, 'Could not take up the work of the lease; releasing it');
       await this.release();
     }
   }
@@ -185,7 +201,7 @@ class Election implements Campaign {
     try {
       await this.opts.onDeposed();
     } catch (err) {
-      this.o.log.error({ ...this.ctx, err }, 'Stopping the work of the lease failed');
+      this.log.error({ ...this.ctx, err }, 'Stopping the work of the lease failed');
     }
   }
 
@@ -193,7 +209,7 @@ class Election implements Campaign {
     try {
       await this.lease.release();
     } catch (err) {
-      this.o.log.warn({ ...this.ctx, err }, 'Could not release the lease; it will expire');
+      this.log.warn({ ...this.ctx, err }, 'Could not release the lease; it will expire');
     }
   }
 }

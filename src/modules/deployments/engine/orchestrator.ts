@@ -3,29 +3,36 @@ import type { GitHubApp } from '../../../adapters/git/index.js';
 import { databaseHealthOf } from '../../databases/health.js';
 import type { BaseImages, CrashSink, DatabaseHealth, GitSource, Pod } from '../../../domain/ports.js';
 import type { Runtime } from '../../../domain/runtime.js';
-import type { Deps } from '../../deps.js';
-import type { EnvService } from '../../env/env.service.js';
+import type { Clock, IdSource } from '../../../domain/clock.js';
 import type { ProjectRow } from '../../projects/resolve.js';
 import type { RouterDriver } from '../../../adapters/router/index.js';
+import type { Dialect } from '../../../store/dialects.js';
 import type { DeploymentRow } from '../../../store/schema.js';
 import type { BuildLog } from '../build-log.js';
-import { BuildStep } from './build-step.js';
-import { InstanceContainers, isCurrentNetworkName, type EngineLog, type UpstreamMode, type UsageOf } from './containers.js';
+import { BuildStep, type BuildStepOptions } from './build-step.js';
+import { InstanceContainers, isCurrentNetworkName, type ContainersOptions, type EngineLog, type UpstreamMode, type UsageOf } from './containers.js';
 import type { LeaderEngine } from './engine-supervisor.js';
 import { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from '../queue.js';
-import { Reconciler } from './reconciler.js';
-import { Retention } from './retention.js';
-import { Rollout } from './rollout.js';
-import { RoutingState } from './routing-state.js';
+import { Reconciler, type ReconcilerOptions } from './reconciler.js';
+import { Retention, type RetentionOptions } from './retention.js';
+import { Rollout, type RolloutOptions } from './rollout.js';
+import { RoutingState, type RoutingStateOptions } from './routing-state.js';
 
 export type { UpstreamMode } from './containers.js';
 
 export interface OrchestratorOptions {
-  deps: Deps;
+  /** what the rollout, the routing, the build and the reconciler query */
+  repos: RolloutOptions['repos'] & RoutingStateOptions['repos'] & BuildStepOptions['repos'] & ReconcilerOptions['repos'] & RetentionOptions['repos'];
+  /** the embedded store (sqlite) has one process: what it left in progress fails at start */
+  dialect: Dialect;
+  clock: Clock;
+  ids: IdSource;
+  /** apps get `<host label>.<appsDomain>` */
+  appsDomain: string;
   queue: DeployQueue;
   buildLog: BuildLog;
-  envVars: EnvService;
+  envVars: ContainersOptions['envVars'];
   runtime: Runtime;
   router: RouterDriver;
   git: GitSource;
@@ -79,6 +86,8 @@ export interface OrchestratorOptions {
  */
 export class Orchestrator implements LeaderEngine {
   private readonly workerId: string;
+  /** how old a database's kept volume size is (databaseHealth) */
+  private readonly clock: Clock;
   private readonly stopping = new AbortController();
   /** aborted when shutdown's grace period is over: builds and health waits in progress give up */
   private readonly interrupting = new AbortController();
@@ -93,18 +102,41 @@ export class Orchestrator implements LeaderEngine {
   private readonly rollout: Rollout;
   private readonly reconciler: Reconciler;
 
-  constructor(private readonly o: OrchestratorOptions) {
-    const { deps, runtime, router, log } = o;
-    const { store, clock } = deps;
-    this.workerId = `w-${deps.ids.id()}`;
+  private readonly dialect: Dialect;
+  private readonly queue: DeployQueue;
+  private readonly runtime: Runtime;
+  private readonly router: RouterDriver;
+  private readonly workDir: string;
+  private readonly concurrency: number;
+  private readonly log: EngineLog;
+  private readonly reconcileEveryMs: number;
+  private readonly pollMs: number;
+  private readonly shutdownGraceMs: number;
+  private readonly keepRouterOnExit: boolean;
+
+  constructor(o: OrchestratorOptions) {
+    const { repos, clock, runtime, router, log } = o;
+    this.clock = clock;
+    this.dialect = o.dialect;
+    this.queue = o.queue;
+    this.runtime = runtime;
+    this.router = router;
+    this.workDir = o.workDir;
+    this.concurrency = o.concurrency;
+    this.log = log;
+    this.reconcileEveryMs = o.reconcileEveryMs ?? 10_000;
+    this.pollMs = o.pollMs ?? 1000;
+    this.shutdownGraceMs = o.shutdownGraceMs ?? 30_000;
+    this.keepRouterOnExit = o.keepRouterOnExit === true;
+    this.workerId = `w-${o.ids.id()}`;
     this.containers = new InstanceContainers({ runtime, envVars: o.envVars, clock, log, instanceId: o.instanceId, upstreamMode: o.upstreamMode ?? 'published', self: o.self, usageOf: o.usageOf });
     const { labels } = this.containers;
-    this.routing = new RoutingState({ store, router, containers: this.containers, platform: deps.platform, log });
-    const builder = new BuildStep({ store, git: o.git, githubApp: o.githubApp, runtime, baseImages: o.baseImages, workDir: o.workDir, labels });
+    this.routing = new RoutingState({ repos, router, containers: this.containers, appsDomain: o.appsDomain, log });
+    const builder = new BuildStep({ repos, git: o.git, githubApp: o.githubApp, runtime, baseImages: o.baseImages, workDir: o.workDir, labels });
     this.rollout = new Rollout({
-      store,
+      repos,
       clock,
-      platform: deps.platform,
+      appsDomain: o.appsDomain,
       queue: o.queue,
       buildLog: o.buildLog,
       builder,
@@ -120,9 +152,9 @@ export class Orchestrator implements LeaderEngine {
       crashes: o.crashes,
     });
     const { keep, everyMs } = o.imageRetention ?? { keep: 5, everyMs: 60_000 };
-    const retention = new Retention({ store, runtime, clock, log, labels, keep, everyMs, forgetNetwork: (name) => { this.containers.forgetNetwork(name); }, currentNetwork: (name) => isCurrentNetworkName(o.instanceId, name) });
+    const retention = new Retention({ repos, runtime, clock, log, labels, keep, everyMs, forgetNetwork: (name) => { this.containers.forgetNetwork(name); }, currentNetwork: (name) => isCurrentNetworkName(o.instanceId, name) });
     this.reconciler = new Reconciler({
-      store,
+      repos,
       clock,
       queue: o.queue,
       runtime,
@@ -137,26 +169,25 @@ export class Orchestrator implements LeaderEngine {
   }
 
   async start(): Promise<void> {
-    const { deps } = this.o;
-    await this.o.runtime.check();
-    await mkdir(this.o.workDir, { recursive: true });
-    await this.o.router.start();
+    await this.runtime.check();
+    await mkdir(this.workDir, { recursive: true });
+    await this.router.start();
     // The embedded store has a single Slipway process: whatever was in progress when it stopped
     // was interrupted and is failed now. With PostgreSQL, other replicas' leases run out instead.
-    if (deps.store.dialect === 'sqlite') await this.reconciler.failInterrupted();
+    if (this.dialect === 'sqlite') await this.reconciler.failInterrupted();
     await this.reconcile();
-    for (let i = 0; i < this.o.concurrency; i++) this.loops.push(this.workLoop(i));
+    for (let i = 0; i < this.concurrency; i++) this.loops.push(this.workLoop(i));
     this.timer = setInterval(() => {
       // One pass at a time: a slow engine must not pile passes up.
       if (this.reconciling !== null) return;
       this.reconciling = this.reconcile()
         .catch((err: unknown) => {
-          this.o.log.error({ err }, 'reconcile failed');
+          this.log.error({ err }, 'reconcile failed');
         })
         .finally(() => {
           this.reconciling = null;
         });
-    }, this.o.reconcileEveryMs ?? 10_000);
+    }, this.reconcileEveryMs);
   }
 
   /**
@@ -176,17 +207,17 @@ export class Orchestrator implements LeaderEngine {
     const graceOver = new Promise<'grace over'>((resolve) => {
       timer = setTimeout(() => {
         resolve('grace over');
-      }, this.o.shutdownGraceMs ?? 30_000);
+      }, this.shutdownGraceMs);
     });
     if ((await Promise.race([workers, graceOver])) === 'grace over') {
-      this.o.log.warn({ graceMs: this.o.shutdownGraceMs ?? 30_000 }, 'shutdown: interrupting the deployments still in progress');
+      this.log.warn({ graceMs: this.shutdownGraceMs }, 'shutdown: interrupting the deployments still in progress');
       this.interrupting.abort();
     }
     clearTimeout(timer);
     await workers;
     await this.routing.settled();
-    const { router } = this.o;
-    if (this.o.keepRouterOnExit === true && router.release !== undefined) await router.release();
+    const { router } = this;
+    if (this.keepRouterOnExit && router.release !== undefined) await router.release();
     else await router.stop();
   }
 
@@ -209,7 +240,7 @@ export class Orchestrator implements LeaderEngine {
   /** A rolling restart (Rollout.restart). Answers at once: it runs in the background (long work never blocks a request). */
   restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
     void this.locks.run(project.id, () => this.rollout.restart(project, deployment)).catch((err: unknown) => {
-      this.o.log.error({ err, project: project.id }, 'rolling restart failed; the reconciler restores the replica count');
+      this.log.error({ err, project: project.id }, 'rolling restart failed; the reconciler restores the replica count');
     });
     return Promise.resolve();
   }
@@ -223,7 +254,7 @@ export class Orchestrator implements LeaderEngine {
   }
 
   databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
-    return databaseHealthOf(this.o.runtime, databaseId, this.o.deps.clock).catch(() => null);
+    return databaseHealthOf(this.runtime, databaseId, this.clock).catch(() => null);
   }
 
   /** The workspace's network, created when missing: the managed databases join the apps' network. */
@@ -237,9 +268,9 @@ export class Orchestrator implements LeaderEngine {
     while (!this.stopping.signal.aborted) {
       let claimed: DeploymentRow | null = null;
       try {
-        claimed = await this.o.queue.claim(worker);
+        claimed = await this.queue.claim(worker);
       } catch (err) {
-        this.o.log.error({ err }, 'claiming a deployment failed');
+        this.log.error({ err }, 'claiming a deployment failed');
       }
       if (claimed === null) {
         await new Promise<void>((resolve) => {
@@ -248,7 +279,7 @@ export class Orchestrator implements LeaderEngine {
             this.idle.delete(done);
             resolve();
           };
-          const t = setTimeout(done, this.o.pollMs ?? 1000);
+          const t = setTimeout(done, this.pollMs);
           this.idle.add(done);
         });
         continue;

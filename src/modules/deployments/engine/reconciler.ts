@@ -3,7 +3,7 @@ import type { ContainerInfo, Runtime } from '../../../domain/runtime.js';
 import type { CrashSink } from '../../../domain/ports.js';
 import type { ProjectRow } from '../../projects/resolve.js';
 import { refreshProjectStatus } from '../../projects/status.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import type { DeploymentRow } from '../../../store/schema.js';
 import { PROJECT_LABEL, type EngineLog, type InstanceContainers } from './containers.js';
 import { INTERRUPTED } from './failure.js';
@@ -13,7 +13,8 @@ import type { Retention } from './retention.js';
 import type { RoutingState } from './routing-state.js';
 
 export interface ReconcilerOptions {
-  store: Store;
+  /** the deployments and their projects (failing, healing, restarting), their workspaces' networks */
+  repos: Pick<Repositories, 'deployQueue' | 'deployments' | 'projects' | 'workspaces'>;
   clock: Clock;
   queue: DeployQueue;
   runtime: Runtime;
@@ -23,7 +24,7 @@ export interface ReconcilerOptions {
   retention: Retention;
   log: EngineLog;
   /** a rolling restart, as the engine runs it for a request (Orchestrator.restart) */
-  restart(project: ProjectRow, deployment: DeploymentRow): Promise<void>;
+  restart: (project: ProjectRow, deployment: DeploymentRow) => Promise<void>;
   /** told when a serving deployment starts crash-looping (a crash alert) */
   crashes?: CrashSink | undefined;
 }
@@ -53,15 +54,39 @@ export class Reconciler {
   /** when each repeated failure was last logged (complain()), by what failed */
   private readonly complained = new Map<string, number>();
 
-  constructor(private readonly o: ReconcilerOptions) {}
+  private readonly repos: ReconcilerOptions['repos'];
+  private readonly clock: Clock;
+  private readonly queue: DeployQueue;
+  private readonly runtime: Runtime;
+  private readonly containers: InstanceContainers;
+  private readonly routing: RoutingState;
+  private readonly locks: ProjectLocks;
+  private readonly retention: Retention;
+  private readonly log: EngineLog;
+  private readonly restart: (project: ProjectRow, deployment: DeploymentRow) => Promise<void>;
+  private readonly crashes: CrashSink | undefined;
+
+  constructor(o: ReconcilerOptions) {
+    this.repos = o.repos;
+    this.clock = o.clock;
+    this.queue = o.queue;
+    this.runtime = o.runtime;
+    this.containers = o.containers;
+    this.routing = o.routing;
+    this.locks = o.locks;
+    this.retention = o.retention;
+    this.log = o.log;
+    this.restart = o.restart;
+    this.crashes = o.crashes;
+  }
 
   /** Deployments left in progress by a stopped process fail with "Interrupted"; their containers go. */
   async failInterrupted(): Promise<void> {
-    const { repos } = this.o.store;
-    const now = iso(this.o.clock.now());
+    const { repos } = this;
+    const now = iso(this.clock.now());
     const rows = await repos.deployQueue.failAllLeased(now, INTERRUPTED);
     for (const r of rows) {
-      await this.o.containers.remove({ project: r.project_id, deployment: r.id });
+      await this.containers.remove({ project: r.project_id, deployment: r.id });
       await refreshProjectStatus(repos, r.project_id, now);
     }
   }
@@ -72,21 +97,20 @@ export class Reconciler {
    * its running containers (host ports change when the engine restarts a container).
    */
   async pass(): Promise<void> {
-    const { store, clock, queue, retention } = this.o;
-    const { repos } = store;
+    const { repos, clock, queue, retention } = this;
     this.forgetOldComplaints();
     await this.step('reaping dead leases', async () => {
       for (const r of await queue.reap()) await refreshProjectStatus(repos, r.project_id, iso(clock.now()));
     });
     const state = await this.step('reading the deployments and the containers', async () => {
       const wanted = await repos.deployments.withContainers();
-      return { wanted, seen: await this.o.containers.byDeployment() };
+      return { wanted, seen: await this.containers.byDeployment() };
     });
     if (state !== undefined) {
       await this.removeOrphans(new Set(state.wanted.map((w) => w.id)), state.seen);
       const serving = [...new Set(state.wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
       for (const projectId of serving) {
-        await this.o.locks.run(projectId, async () => {
+        await this.locks.run(projectId, async () => {
           // Read again under the lock: a rollout in progress heals nothing.
           if (await repos.deployments.anyActive(projectId)) return;
           await this.heal(projectId, state.seen);
@@ -99,7 +123,7 @@ export class Reconciler {
     await this.step('removing the volumes of deleted template instances', () => this.sweepVolumes());
     await this.step('running the restarts a standby recorded', () => this.restartRequested());
     // A failed route sync is logged by the routing queue ('router update failed').
-    await this.o.routing.sync().catch(() => undefined);
+    await this.routing.sync().catch(() => undefined);
     if (retention.due()) {
       await this.step('removing unneeded images', () => retention.sweepImages());
       await this.step('removing the networks of deleted workspaces', () => retention.sweepNetworks());
@@ -108,12 +132,12 @@ export class Reconciler {
 
   /** The data volumes of template instances that no longer exist, once no container uses them (the orphans went first). */
   private async sweepVolumes(): Promise<void> {
-    const { runtime, store, containers } = this.o;
+    const { runtime, repos, containers } = this;
     for (const v of await runtime.listVolumes({ labels: containers.labels })) {
       const project = v.labels[PROJECT_LABEL];
-      if (project === undefined || (await store.repos.projects.byId(project)) !== undefined) continue;
+      if (project === undefined || (await repos.projects.byId(project)) !== undefined) continue;
       try {
-        if (await runtime.removeVolume(v.name)) this.o.log.info({ volume: v.name }, 'removed the data volume of a deleted template instance');
+        if (await runtime.removeVolume(v.name)) this.log.info({ volume: v.name }, 'removed the data volume of a deleted template instance');
       } catch (err) {
         this.complain(`volume:${v.name}`, { err, volume: v.name }, 'the data volume of a deleted template instance could not be removed yet');
       }
@@ -126,7 +150,7 @@ export class Reconciler {
    * the next pass, and the others go.
    */
   private async removeOrphans(keep: ReadonlySet<string>, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
-    const { runtime } = this.o;
+    const { runtime } = this;
     for (const [deployment, containers] of seen) {
       if (keep.has(deployment)) continue;
       for (const c of containers) {
@@ -135,7 +159,7 @@ export class Reconciler {
           await runtime.stop(c.id, { graceSeconds: 5 }).catch(() => undefined);
           await runtime.remove(c.id);
           this.complained.delete(`orphan:${c.id}`);
-          this.o.log.info({ container: c.name }, 'removed an orphaned container');
+          this.log.info({ container: c.name }, 'removed an orphaned container');
         } catch (err) {
           this.complain(`orphan:${c.id}`, { err, container: c.name }, 'an orphaned container could not be removed; the reconciler tries again at each pass');
         }
@@ -148,8 +172,7 @@ export class Reconciler {
    * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
    */
   private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
-    const { store, clock, containers: instance } = this.o;
-    const { repos } = store;
+    const { repos, clock, containers: instance } = this;
     const project = await repos.projects.byId(projectId);
     const d = await repos.deployments.serving(projectId);
     if (project === undefined || d?.image == null) return;
@@ -163,7 +186,7 @@ export class Reconciler {
       if (ws === undefined) throw new Error(`The workspace of project ${projectId} was deleted.`);
       const network = await instance.network(ws);
       for (let i = 0; i < missing; i++) {
-        this.o.log.info({ project: project.slug }, 'replacing a missing container');
+        this.log.info({ project: project.slug }, 'replacing a missing container');
         await instance.start(project, instance.ownerOf(project, d.id), d.image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-r${instance.stamp()}${i.toString()}`, network);
       }
     }
@@ -172,19 +195,19 @@ export class Reconciler {
     const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
     if (status !== null && status !== project.status) {
       await repos.projects.setStatus(projectId, status, iso(clock.now()));
-      if (status === 'crashed') this.o.crashes?.crashed(projectId, d.id, 'loop', loopCause(containers));
+      if (status === 'crashed') this.crashes?.crashed(projectId, d.id, 'loop', loopCause(containers));
     }
   }
 
   /** Rolling restarts that a standby recorded: each request is cleared, then run like restart(). */
   private async restartRequested(): Promise<void> {
-    const { repos } = this.o.store;
+    const { repos } = this;
     for (const d of await repos.deployments.restartRequested()) {
       if (!(await repos.deployments.takeRestartRequest(d.id, d.restart_requested_at))) continue;
       const project = await repos.projects.byId(d.project_id);
       if (project === undefined) continue;
-      this.o.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
-      await this.o.restart(project, d);
+      this.log.info({ project: project.id, deployment: d.id }, 'restarting the replicas a standby was asked to restart');
+      await this.restart(project, d);
     }
   }
 
@@ -200,16 +223,16 @@ export class Reconciler {
 
   /** Logs a failure, unless the same one (`key`) was logged less than COMPLAIN_EVERY_MS ago. */
   private complain(key: string, obj: object, msg: string): void {
-    const now = this.o.clock.now().getTime();
+    const now = this.clock.now().getTime();
     const last = this.complained.get(key);
     if (last !== undefined && now - last < COMPLAIN_EVERY_MS) return;
     this.complained.set(key, now);
-    this.o.log.error(obj, msg);
+    this.log.error(obj, msg);
   }
 
   /** Failures logged long enough ago are logged again when they recur (and the map stays small). */
   private forgetOldComplaints(): void {
-    const now = this.o.clock.now().getTime();
+    const now = this.clock.now().getTime();
     for (const [key, at] of this.complained) if (now - at >= COMPLAIN_EVERY_MS) this.complained.delete(key);
   }
 }

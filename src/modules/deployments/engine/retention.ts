@@ -1,11 +1,12 @@
 import type { Clock } from '../../../domain/clock.js';
 import { isLive } from '../../../domain/deployment.js';
 import type { Runtime } from '../../../domain/runtime.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import { PROJECT_LABEL, type EngineLog } from './containers.js';
 
 export interface RetentionOptions {
-  store: Store;
+  /** the workspaces that exist; the deployments' images */
+  repos: Pick<Repositories, 'workspaces' | 'deployments'>;
   runtime: Runtime;
   clock: Clock;
   log: EngineLog;
@@ -16,9 +17,9 @@ export interface RetentionOptions {
   /** how often the sweeps run (due()) */
   everyMs: number;
   /** a workspace network was removed (Slipway's container must join its successor again) */
-  forgetNetwork(name: string): void;
+  forgetNetwork: (name: string) => void;
   /** whether a network of this installation is named the current way (older versions named them `ws-<slug>`); default: all are */
-  currentNetwork?(name: string): boolean;
+  currentNetwork?: (name: string) => boolean;
 }
 
 /**
@@ -31,12 +32,32 @@ export class Retention {
   /** when the sweeps last ran, on the injected clock */
   private lastSweep = 0;
 
-  constructor(private readonly o: RetentionOptions) {}
+  private readonly repos: RetentionOptions['repos'];
+  private readonly runtime: Runtime;
+  private readonly clock: Clock;
+  private readonly log: EngineLog;
+  private readonly labels: Record<string, string>;
+  private readonly keep: number;
+  private readonly everyMs: number;
+  private readonly forgetNetwork: (name: string) => void;
+  private readonly currentNetwork: ((name: string) => boolean) | undefined;
+
+  constructor(o: RetentionOptions) {
+    this.repos = o.repos;
+    this.runtime = o.runtime;
+    this.clock = o.clock;
+    this.log = o.log;
+    this.labels = o.labels;
+    this.keep = o.keep;
+    this.everyMs = o.everyMs;
+    this.forgetNetwork = o.forgetNetwork;
+    this.currentNetwork = o.currentNetwork;
+  }
 
   /** Whether the sweeps are due (at most once every `everyMs`); a true answer counts as their run. */
   due(): boolean {
-    const now = this.o.clock.now().getTime();
-    if (now - this.lastSweep < this.o.everyMs) return false;
+    const now = this.clock.now().getTime();
+    if (now - this.lastSweep < this.everyMs) return false;
     this.lastSweep = now;
     return true;
   }
@@ -46,25 +67,25 @@ export class Retention {
    * `ws-<slug>`, once no container uses them.
    */
   async sweepNetworks(): Promise<void> {
-    const { store, runtime } = this.o;
-    const workspaces = await store.repos.workspaces.ids();
-    for (const n of await runtime.listNetworks({ labels: this.o.labels })) {
+    const { repos, runtime } = this;
+    const workspaces = await repos.workspaces.ids();
+    for (const n of await runtime.listNetworks({ labels: this.labels })) {
       if (n.workspace === null) continue;
       if (workspaces.has(n.workspace)) {
-        if (this.o.currentNetwork?.(n.name) !== false) continue;
+        if (this.currentNetwork?.(n.name) !== false) continue;
         // named by an older version: it goes once its containers were replaced by ones on the current network
         if (await runtime.removeNetwork(n.id).catch(() => false)) {
-          this.o.log.info({ network: n.name }, 'removed a workspace network of an older version, which no container uses any more');
-          this.o.forgetNetwork(n.name);
+          this.log.info({ network: n.name }, 'removed a workspace network of an older version, which no container uses any more');
+          this.forgetNetwork(n.name);
         }
         continue;
       }
       try {
-        if (await runtime.removeNetwork(n.id)) this.o.log.info({ network: n.name }, 'removed the network of a deleted workspace');
-        this.o.forgetNetwork(n.name);
+        if (await runtime.removeNetwork(n.id)) this.log.info({ network: n.name }, 'removed the network of a deleted workspace');
+        this.forgetNetwork(n.name);
       } catch (err) {
         // a container of it is still being removed: the next sweep tries again
-        this.o.log.warn({ err, network: n.name }, 'the network of a deleted workspace could not be removed yet');
+        this.log.warn({ err, network: n.name }, 'the network of a deleted workspace could not be removed yet');
       }
     }
   }
@@ -75,11 +96,11 @@ export class Retention {
    * deleted projects go too. A removed image's deployments show `image: null` from then on.
    */
   async sweepImages(): Promise<void> {
-    const { store, runtime, keep } = this.o;
-    const { deployments } = store.repos;
+    const { repos, runtime, keep } = this;
+    const { deployments } = repos;
     // An image built after this read (its deployment not yet recorded with it) is not judged
     // now: only images older than the read, with a margin for the engine's whole seconds.
-    const judgedBefore = this.o.clock.now().getTime() - 5_000;
+    const judgedBefore = this.clock.now().getTime() - 5_000;
     const rows = await deployments.withImages();
     // A project with a rollout in progress keeps all its images this time: its build may have
     // just tagged an older, cached image that its deployment does not name yet.
@@ -92,7 +113,7 @@ export class Retention {
       if (r.image !== null && (n <= keep || isLive(r.status))) needed.add(r.image);
     }
     const removed: string[] = [];
-    for (const image of await runtime.listImages({ labels: this.o.labels })) {
+    for (const image of await runtime.listImages({ labels: this.labels })) {
       const project = image.labels[PROJECT_LABEL];
       if (image.tags.length === 0 || image.tags.some((t) => needed.has(t)) || image.createdAt.getTime() >= judgedBefore || (project !== undefined && busy.has(project))) continue;
       try {
@@ -100,11 +121,11 @@ export class Retention {
         removed.push(...image.tags);
       } catch (err) {
         // still used by a container (a rollout that began since the read): the next sweep decides again
-        this.o.log.warn({ err, image: image.tags[0] }, 'an unneeded image could not be removed');
+        this.log.warn({ err, image: image.tags[0] }, 'an unneeded image could not be removed');
       }
     }
     if (removed.length > 0) {
-      this.o.log.info({ images: removed.length }, 'removed images no deployment needs');
+      this.log.info({ images: removed.length }, 'removed images no deployment needs');
       await deployments.forgetImages(removed);
     }
   }

@@ -3,11 +3,10 @@ import { createServer, type Server } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { iso, type Clock } from '../../../domain/clock.js';
 import type { ContainerInfo, Runtime } from '../../../domain/runtime.js';
-import type { Platform } from '../../deps.js';
 import { defaultDomain, type ProjectRow } from '../../projects/resolve.js';
 import { refreshProjectStatus } from '../../projects/status.js';
 import type { RouterDriver, Upstream } from '../../../adapters/router/index.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import type { DeploymentRow } from '../../../store/schema.js';
 import type { BuildLog } from '../build-log.js';
 import { openBuildLog, type BuildStep } from './build-step.js';
@@ -20,9 +19,11 @@ import type { RoutingState } from './routing-state.js';
 import { sleep } from './sleep.js';
 
 export interface RolloutOptions {
-  store: Store;
+  /** the deployment's project and workspace, the project's running deployments and its status */
+  repos: Pick<Repositories, 'projects' | 'deployments' | 'workspaces'>;
   clock: Clock;
-  platform: Pick<Platform, 'appsDomain'>;
+  /** apps get `<host label>.<appsDomain>` (the URL the build log shows) */
+  appsDomain: string;
   queue: DeployQueue;
   buildLog: BuildLog;
   builder: BuildStep;
@@ -56,12 +57,45 @@ const HEALTH_POLL_MS = 20;
  * replaces a deployment's containers one at a time by the same start, wait and switch.
  */
 export class Rollout {
-  constructor(private readonly o: RolloutOptions) {}
+  private readonly repos: RolloutOptions['repos'];
+  private readonly clock: Clock;
+  private readonly appsDomain: string;
+  private readonly queue: DeployQueue;
+  private readonly buildLog: BuildLog;
+  private readonly builder: BuildStep;
+  private readonly runtime: Runtime;
+  private readonly containers: InstanceContainers;
+  private readonly routing: RoutingState;
+  private readonly router: RouterDriver;
+  private readonly locks: ProjectLocks;
+  private readonly healthTimeoutMs: number;
+  private readonly leaseMs: number;
+  private readonly log: EngineLog;
+  private readonly interrupted: AbortSignal;
+  private readonly crashes: CrashSink | undefined;
+
+  constructor(o: RolloutOptions) {
+    this.repos = o.repos;
+    this.clock = o.clock;
+    this.appsDomain = o.appsDomain;
+    this.queue = o.queue;
+    this.buildLog = o.buildLog;
+    this.builder = o.builder;
+    this.runtime = o.runtime;
+    this.containers = o.containers;
+    this.routing = o.routing;
+    this.router = o.router;
+    this.locks = o.locks;
+    this.healthTimeoutMs = o.healthTimeoutMs;
+    this.leaseMs = o.leaseMs;
+    this.log = o.log;
+    this.interrupted = o.interrupted;
+    this.crashes = o.crashes;
+  }
 
   async run(d: DeploymentRow, worker: string): Promise<void> {
-    const { store, clock, queue, buildLog, runtime, containers, routing, router } = this.o;
-    const repos = store.repos;
-    const log = openBuildLog(buildLog, d.id, this.o.log);
+    const { repos, clock, queue, buildLog, runtime, containers, routing, router } = this;
+    const log = openBuildLog(buildLog, d.id, this.log);
     const { say } = log;
     const lost = new AbortController();
     const heartbeat = setInterval(() => {
@@ -70,10 +104,10 @@ export class Rollout {
           if (!held) lost.abort();
         },
         (err: unknown) => {
-          this.o.log.warn({ err }, 'lease renewal failed');
+          this.log.warn({ err }, 'lease renewal failed');
         },
       );
-    }, Math.max(1000, this.o.leaseMs / 4));
+    }, Math.max(1000, this.leaseMs / 4));
     const started: ContainerInfo[] = [];
     let staged: Promise<void> | undefined;
     try {
@@ -85,7 +119,7 @@ export class Rollout {
       let image = d.image;
       let commit: { sha: string; message: string } | null = null;
       if (image === null) {
-        const built = await this.o.builder.build(d, project, owner, say, AbortSignal.any([lost.signal, this.o.interrupted]));
+        const built = await this.builder.build(d, project, owner, say, AbortSignal.any([lost.signal, this.interrupted]));
         image = built.image;
         commit = built.commit;
       } else if (d.source === 'template') {
@@ -110,20 +144,20 @@ export class Rollout {
       if (hostPorts.length > 0) {
         const hosts = await routing.hostsOf(project);
         staged = router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
-          this.o.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
+          this.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
         });
       }
       for (let i = 0; i < project.replicas; i++) {
         started.push(await containers.start(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network, hostPorts[i]));
       }
-      const healthy = await this.waitHealthy(started, project.health_path, say, this.o.interrupted);
+      const healthy = await this.waitHealthy(started, project.health_path, say, this.interrupted);
       await staged;
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
       // stored before the status changes: a log follower ends ([END]) as soon as it sees it.
-      const url = defaultDomain(project, this.o.platform.appsDomain);
-      const previous = await this.o.locks.run(project.id, async () => {
+      const url = defaultDomain(project, this.appsDomain);
+      const previous = await this.locks.run(project.id, async () => {
         const running = await repos.deployments.running(project.id);
         await routing.route(project.id, containers.upstreamsFrom(healthy));
         say(`Deployment is live at ${url}.`);
@@ -137,13 +171,13 @@ export class Rollout {
       // this worker; should this fail, the reconciler removes them as orphans.
       for (const p of previous) {
         void containers.remove({ project: project.id, deployment: p.id }).catch((err: unknown) => {
-          this.o.log.warn({ err, deployment: p.id }, 'retiring old containers failed; the reconciler will remove them');
+          this.log.warn({ err, deployment: p.id }, 'retiring old containers failed; the reconciler will remove them');
         });
       }
     } catch (err) {
-      const interrupted = this.o.interrupted.aborted;
+      const interrupted = this.interrupted.aborted;
       const message = interrupted ? INTERRUPTED : err instanceof DeployFailure ? err.message : 'The deployment failed because of an internal error; it has been logged.';
-      if (!interrupted && !(err instanceof DeployFailure)) this.o.log.error({ err, deployment: d.id }, 'deployment failed');
+      if (!interrupted && !(err instanceof DeployFailure)) this.log.error({ err, deployment: d.id }, 'deployment failed');
       say(`[failed] ${message}`);
       if (staged !== undefined) {
         await staged;
@@ -152,7 +186,7 @@ export class Rollout {
       for (const c of started) await runtime.remove(c.id).catch(() => false);
       await log.flush();
       await queue.advance(d.id, worker, { kind: 'fail' }, { error: message });
-      if (err instanceof HealthFailure && !interrupted) this.o.crashes?.crashed(d.project_id, d.id, 'health', message);
+      if (err instanceof HealthFailure && !interrupted) this.crashes?.crashed(d.project_id, d.id, 'health', message);
     } finally {
       clearInterval(heartbeat);
       await log.close();
@@ -163,13 +197,13 @@ export class Rollout {
 
   /** A template's image, pulled when the engine does not have it; a DeployFailure saying why when it cannot be had. */
   private async ensureImage(image: string, say: (line: string) => void): Promise<void> {
-    if ((await this.o.runtime.inspectImage(image)) !== null) {
+    if ((await this.runtime.inspectImage(image)) !== null) {
       say(`Using the image ${image}; no build.`);
       return;
     }
     say(`Pulling ${image}.`);
     try {
-      await this.o.runtime.pull(image, { timeoutMs: 15 * 60_000 });
+      await this.runtime.pull(image, { timeoutMs: 15 * 60_000 });
     } catch (err) {
       throw new DeployFailure(`The image ${image} is not on this host and cannot be pulled: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -178,12 +212,12 @@ export class Rollout {
 
   /** A rolling restart: each container is replaced by a fresh one that answers before the old goes. */
   async restart(project: ProjectRow, deployment: DeploymentRow): Promise<void> {
-    const { runtime, containers, routing } = this.o;
+    const { runtime, containers, routing } = this;
     if (deployment.image === null) return;
     const old = await containers.of(project.id, deployment.id);
     const owner = containers.ownerOf(project, deployment.id);
     const env = await containers.envOf(project);
-    const ws = await this.o.store.repos.workspaces.byId(project.workspace_id);
+    const ws = await this.repos.workspaces.byId(project.workspace_id);
     if (ws === undefined) throw new Error(`The workspace of project ${project.id} was deleted.`);
     const network = await containers.network(ws);
     for (const c of old) {
@@ -207,18 +241,18 @@ export class Rollout {
    * tests move by hand: a moved clock neither cuts the wait short nor stretches it.
    */
   private async waitHealthy(containers: ContainerInfo[], healthPath: string | null, say: ((line: string) => void) | undefined, signal?: AbortSignal): Promise<ContainerInfo[]> {
-    const deadline = performance.now() + this.o.healthTimeoutMs;
+    const deadline = performance.now() + this.healthTimeoutMs;
     const healthy: ContainerInfo[] = [];
     for (const c of containers) {
       // the first look uses what run() saw a moment ago
       for (let first = true; ; first = false) {
         if (signal?.aborted === true) throw new DeployFailure(INTERRUPTED);
-        const now = first && c.state === 'running' ? c : await this.o.runtime.inspect(c.id);
+        const now = first && c.state === 'running' ? c : await this.runtime.inspect(c.id);
         if (now === null) throw new DeployFailure(`Container ${c.name} disappeared before it answered.`);
         if (now.state === 'exited' || now.state === 'dead') {
           throw new HealthFailure(`Container ${c.name} exited with code ${String(now.exitCode)} before it answered on port ${String(now.port)}.`);
         }
-        const target = addressOf(now, this.o.containers.mode);
+        const target = addressOf(now, this.containers.mode);
         if (target !== null && (await answers(target, healthPath))) {
           say?.(healthPath === null ? `${c.name} answers on port ${String(now.port)}.` : `${c.name} answers ${healthPath} on port ${String(now.port)}.`);
           healthy.push(now);
@@ -227,8 +261,8 @@ export class Rollout {
         if (performance.now() > deadline) {
           throw new HealthFailure(
             healthPath === null
-              ? `Container ${c.name} did not answer on port ${String(now.port)} within ${(this.o.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`
-              : `Container ${c.name} did not answer ${healthPath} on port ${String(now.port)} with a status below 400 within ${(this.o.healthTimeoutMs / 1000).toString()} s.`,
+              ? `Container ${c.name} did not answer on port ${String(now.port)} within ${(this.healthTimeoutMs / 1000).toString()} s; is the app listening on $PORT?`
+              : `Container ${c.name} did not answer ${healthPath} on port ${String(now.port)} with a status below 400 within ${(this.healthTimeoutMs / 1000).toString()} s.`,
           );
         }
         await sleep(HEALTH_POLL_MS, signal);

@@ -1,14 +1,15 @@
-import type { Platform } from '../../deps.js';
 import { defaultDomain, type ProjectRow } from '../../projects/resolve.js';
 import { RouteTable, type RouterDriver, type Upstream } from '../../../adapters/router/index.js';
-import type { Store } from '../../../store/db.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import { groupBy, type EngineLog, type InstanceContainers } from './containers.js';
 
 export interface RoutingStateOptions {
-  store: Store;
+  /** which deployment serves each project, and its verified custom domains */
+  repos: Pick<Repositories, 'projects' | 'deployments' | 'domains'>;
   router: RouterDriver;
   containers: InstanceContainers;
-  platform: Pick<Platform, 'appsDomain'>;
+  /** apps get `<host label>.<appsDomain>` */
+  appsDomain: string;
   log: EngineLog;
 }
 
@@ -22,7 +23,19 @@ export class RoutingState {
   private table = RouteTable.empty();
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(private readonly o: RoutingStateOptions) {}
+  private readonly repos: RoutingStateOptions['repos'];
+  private readonly router: RouterDriver;
+  private readonly containers: InstanceContainers;
+  private readonly appsDomain: string;
+  private readonly log: EngineLog;
+
+  constructor(o: RoutingStateOptions) {
+    this.repos = o.repos;
+    this.router = o.router;
+    this.containers = o.containers;
+    this.appsDomain = o.appsDomain;
+    this.log = o.log;
+  }
 
   /** Resolves once the changes asked for so far are through (failed or not). */
   settled(): Promise<void> {
@@ -32,7 +45,7 @@ export class RoutingState {
   /** Set (or with null, remove) a project's routes and hand the table to the data plane, one change at a time. */
   route(projectId: string, upstreams: Upstream[] | null): Promise<void> {
     return this.enqueue(async () => {
-      const project = await this.o.store.repos.projects.byId(projectId);
+      const project = await this.repos.projects.byId(projectId);
       if (project === undefined || upstreams === null) {
         this.table = this.table.removeProject(projectId);
       } else {
@@ -40,7 +53,7 @@ export class RoutingState {
         // held it stale (it was deleted or gave the name up), and loses it now.
         this.table = this.table.assign(projectId, { hosts: await this.hostsOf(project), upstreams });
       }
-      await this.o.router.apply(this.table);
+      await this.router.apply(this.table);
     });
   }
 
@@ -49,8 +62,8 @@ export class RoutingState {
    * means the router answers 503. (A rollout's switch routes its healthy containers directly.)
    */
   async refresh(projectId: string): Promise<void> {
-    const serving = (await this.o.store.repos.deployments.serving(projectId))?.id;
-    await this.route(projectId, serving === undefined ? null : this.o.containers.upstreamsFrom(await this.o.containers.of(projectId, serving)));
+    const serving = (await this.repos.deployments.serving(projectId))?.id;
+    await this.route(projectId, serving === undefined ? null : this.containers.upstreamsFrom(await this.containers.of(projectId, serving)));
   }
 
   /**
@@ -61,10 +74,10 @@ export class RoutingState {
    */
   sync(): Promise<void> {
     return this.enqueue(async () => {
-      const rows = await this.o.store.repos.deployments.routable();
+      const rows = await this.repos.deployments.routable();
       // Read after the rows: the containers of a deployment exist before it is marked running.
-      const containers = await this.o.containers.byDeployment();
-      const domains = groupBy(await this.o.store.repos.domains.allVerified(), (d) => d.project_id);
+      const containers = await this.containers.byDeployment();
+      const domains = groupBy(await this.repos.domains.allVerified(), (d) => d.project_id);
       let table = this.table;
       const decided = new Set<string>();
       const switching = new Set(rows.filter((r) => r.status === 'deploying').map((r) => r.project_id));
@@ -73,7 +86,7 @@ export class RoutingState {
         decided.add(r.project_id);
         if (switching.has(r.project_id) && table.project(r.project_id) !== undefined) continue;
         const custom = (domains.get(r.project_id) ?? []).map((d) => d.domain);
-        table = table.assign(r.project_id, { hosts: this.hostsFrom(r, custom), upstreams: this.o.containers.upstreamsFrom(containers.get(r.id) ?? []) });
+        table = table.assign(r.project_id, { hosts: this.hostsFrom(r, custom), upstreams: this.containers.upstreamsFrom(containers.get(r.id) ?? []) });
       }
       // Projects the store no longer serves go first; a host name that moved to another
       // project (the store holds each name once) moves in the table too, instead of being
@@ -83,25 +96,25 @@ export class RoutingState {
       }
       if (table !== this.table) {
         this.table = table;
-        await this.o.router.apply(this.table);
+        await this.router.apply(this.table);
       }
     });
   }
 
   /** A project's hosts: its default domain and its verified custom domains (a pending one is not routed). */
   async hostsOf(project: Pick<ProjectRow, 'id' | 'host_label'>): Promise<string[]> {
-    return this.hostsFrom(project, await this.o.store.repos.domains.verifiedNamesOf(project.id));
+    return this.hostsFrom(project, await this.repos.domains.verifiedNamesOf(project.id));
   }
 
   private hostsFrom(project: Pick<ProjectRow, 'host_label'>, custom: readonly string[]): string[] {
-    return [defaultDomain(project, this.o.platform.appsDomain), ...custom];
+    return [defaultDomain(project, this.appsDomain), ...custom];
   }
 
   /** A failed change is logged here; its caller sees the rejection too. */
   private enqueue(change: () => Promise<void>): Promise<void> {
     const next = this.queue.then(change);
     this.queue = next.catch((err: unknown) => {
-      this.o.log.error({ err }, 'router update failed');
+      this.log.error({ err }, 'router update failed');
     });
     return next;
   }

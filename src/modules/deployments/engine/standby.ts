@@ -1,7 +1,7 @@
-import { iso } from '../../../domain/clock.js';
+import { iso, type Clock } from '../../../domain/clock.js';
 import type { Engine } from '../../../domain/ports.js';
 import type { Runtime } from '../../../domain/runtime.js';
-import type { Deps } from '../../deps.js';
+import type { Repositories } from '../../../store/repositories/index.js';
 import { databaseHealthOf } from '../../databases/health.js';
 import { instanceLabels, podsOf } from './containers.js';
 import { idleEngine } from '../deploy.service.js';
@@ -12,14 +12,14 @@ import { idleEngine } from '../deploy.service.js';
  * engine's next reconciler pass. Stops and route changes need nothing more: the reconciler
  * follows the store.
  */
-export function standbyEngine(runtime: Runtime, instanceId: string, deps: Pick<Deps, 'store' | 'clock'>): Engine {
+export function standbyEngine(runtime: Runtime, instanceId: string, { deployments, clock }: { deployments: Repositories['deployments']; clock: Clock }): Engine {
   return {
     ...idleEngine,
     pods: (projectId, deploymentId) => podsOf(runtime, instanceLabels(instanceId), projectId, deploymentId).catch(() => []),
-    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId, deps.clock).catch(() => null),
+    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId, clock).catch(() => null),
     // The engine's reconciler runs it (Reconciler.pass).
     restart: async (_project, deployment) => {
-      await deps.store.repos.deployments.requestRestart(deployment.id, iso(deps.clock.now()));
+      await deployments.requestRestart(deployment.id, iso(clock.now()));
     },
   };
 }

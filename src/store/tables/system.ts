@@ -1,0 +1,8 @@
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface SystemTables {
+  meta: MetaTable;
+}
