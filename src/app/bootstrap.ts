@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Duplicate } from '../domain/errors.js';
 import { MAX_KEY_DAYS, type ApiKeyService } from '../modules/tenancy/api-keys.service.js';
-import type { Parts } from './create-deps.js';
+import type { Parts } from './adapters.js';
 import { createNewUser } from '../modules/tenancy/users.js';
 import { createWorkspace } from '../modules/tenancy/workspaces.service.js';
 

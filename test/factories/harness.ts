@@ -3,11 +3,12 @@ import { Writable } from 'node:stream';
 import { buildApp, type App, type AppDeps } from '../../src/app/http.js';
 import { TenantNetworks } from '../../src/http/tenant-guard.js';
 import { startMetricsListener } from '../../src/modules/metrics/listener.js';
-import type { Services } from '../../src/app/services.js';
+import type { LeaderLinks, Services } from '../../src/app/compose.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
 import { createStore, type Store } from '../../src/store/db.js';
-import type { Parts, Policies } from '../../src/app/create-deps.js';
+import type { Parts } from '../../src/app/adapters.js';
+import type { Policies } from '../../src/app/settings.js';
 import { DEFAULT_BILLING_POLICY, type BillingPolicy } from '../../src/modules/billing/policy.js';
 import { DEFAULT_DATABASE_POLICY, type DatabasePolicy } from '../../src/modules/databases/policy.js';
 import { DEFAULT_DOMAIN_POLICY, type DomainPolicy } from '../../src/modules/domains/policy.js';
@@ -100,6 +101,8 @@ export interface TestServer {
   app: App;
   store: Store;
   services: Services;
+  /** what the leader's workers set in `serve` (the engine, the database and billing workers): a test's own workers set them */
+  leader: LeaderLinks;
   deps: Parts;
   clock: TestClock;
   database: TestDatabase;
@@ -138,7 +141,6 @@ export async function startTestServer(
   // SQLite: logs.db next to the fresh store's file, as `slipway serve` keeps it
   const logStore = openLogStore(store, sqliteLogFile(database.url));
   const clock = new TestClock();
-  const policies = testPolicies(opts.platform ?? {});
   const deps: Parts = {
     store,
     clock,
@@ -146,7 +148,7 @@ export async function startTestServer(
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
     logs: logStore,
-    policies,
+    policies: testPolicies(opts.platform ?? {}),
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
     // as `slipway serve` builds them: the sandbox only where a test turns it on (`payments: 'sandbox'`), as the operator must
@@ -160,7 +162,7 @@ export async function startTestServer(
     },
   });
   const liveLogs = new LiveLogs({ store: logStore, postgresUrl: database.kind === 'postgres' ? database.url : undefined });
-  const { app, services, metrics } = await buildApp({
+  const { app, services, leader, metrics } = await buildApp({
     ...deps,
     rateLimit: opts.rateLimit ?? GENEROUS,
     anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
@@ -212,6 +214,7 @@ export async function startTestServer(
     app,
     store,
     services,
+    leader,
     deps,
     clock,
     database,

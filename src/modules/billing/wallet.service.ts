@@ -3,7 +3,8 @@ import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
 import type { PaymentRow, Usage, Wallet as WalletRow } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
 import type { BillingPolicy } from './policy.js';
@@ -11,6 +12,14 @@ import type { Payment, PaymentPage, Topup, TransactionPage, UsageLine, Wallet, W
 
 /** What a webhook delivery did: the route answers 200 for all of them (a gateway retries anything else). */
 export type WebhookOutcome = 'credited' | 'failed' | 'ignored' | 'duplicate' | 'mismatch' | 'unknown' | 'settled';
+
+/** The leader's billing worker, as the wallet sees it. */
+export interface CreditListener {
+  credited(workspaceId: string): void;
+}
+
+/** No leader in this process: its billing worker finds the credit at its next pass. */
+export const noCreditListener: CreditListener = { credited: () => undefined };
 
 /** The payment gateway of each top-up path (`--stripe-*`, `--paystack-*`, or the sandbox with `--payments sandbox`); a path without one answers 503. */
 export type PaymentGateways = Partial<Record<GatewayName, PaymentGateway>>;
@@ -28,9 +37,6 @@ function topupHint(gateways: PaymentGateways): string {
  * ledger row (WalletRepository.post).
  */
 export class WalletService {
-  /** told when a credit may have brought a workspace back above 0 (the billing worker resumes its work) */
-  onCredited: (workspaceId: string) => void = () => undefined;
-
   constructor(
     private readonly store: StoreOf<'wallets' | 'billing' | 'payments'>,
     private readonly clock: Clock,
@@ -39,6 +45,8 @@ export class WalletService {
     private readonly gateways: PaymentGateways,
     /** `--public-url`: where a gateway's checkout sends the payer back; empty: nowhere */
     private readonly publicUrl: string,
+    /** told when a credit may have brought a workspace back above 0: the leader's billing worker resumes its work */
+    private readonly billing: Late<CreditListener>,
   ) {}
 
   /** The provider of a top-up path; 503 naming the settings when the operator configured none (and the sandbox is off). */
@@ -242,7 +250,7 @@ export class WalletService {
       });
       return true;
     });
-    if (credited) this.onCredited(payment.workspace_id);
+    if (credited) this.billing.get().credited(payment.workspace_id);
     return credited;
   }
 

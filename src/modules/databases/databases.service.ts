@@ -19,7 +19,8 @@ import { slugify } from '../../domain/slug.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { holdDatabaseRoom, holdMemoryRoom, type TenantLimits } from '../tenancy/policy.js';
 import { passwordContext, type DatabasePolicy } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
@@ -32,7 +33,8 @@ export interface DatabaseWork {
   setLocked(row: DatabaseRow, locked: boolean): Promise<void>;
 }
 
-const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
+/** No leader's worker in this process (a standby, `--engine none`): the rows wait in the store for the leader's. */
+export const idleDatabaseWork: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
 
 /**
  * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
@@ -40,8 +42,6 @@ const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.res
  * which takes `provisioning` and `deleting` rows as its work.
  */
 export class DatabaseService {
-  private work: DatabaseWork = idle;
-
   constructor(
     private readonly store: StoreOf<'databases' | 'capacity' | 'meta'>,
     private readonly clock: Clock,
@@ -52,20 +52,17 @@ export class DatabaseService {
     private readonly policy: DatabasePolicy,
     private readonly limits: TenantLimits,
     private readonly wallets: WalletService,
-    private readonly engine: Pick<Engine, 'databaseHealth'>,
+    private readonly engine: Late<Pick<Engine, 'databaseHealth'>>,
+    /** the leader's worker in this process, woken when there is work (idle without one) */
+    private readonly worker: Late<DatabaseWork>,
   ) {}
-
-  /** The leader's worker in this process (or none: a standby, `--engine none`). */
-  attach(work: DatabaseWork | null): void {
-    this.work = work ?? idle;
-  }
 
   async create(access: Access, input: { name: string; type: string }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
     await this.wallets.requireFunds(access.workspace.id);
     // a slug the workspace has already: 409 from the repository
     await this.store.transaction((tx) => this.insert(tx, row));
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, password);
   }
 
@@ -157,7 +154,7 @@ export class DatabaseService {
       if (row.status !== from) continue;
       if (row.provisioner === 'shared') {
         try {
-          await this.work.setLocked(row, to === 'suspended');
+          await this.worker.get().setLocked(row, to === 'suspended');
         } catch (err) {
           failures.push(`${row.slug}: ${err instanceof Error ? err.message : String(err)}`);
           continue;
@@ -168,13 +165,13 @@ export class DatabaseService {
         moved++;
       }
     }
-    if (moved > 0) this.work.wake();
+    if (moved > 0) this.worker.get().wake();
     if (failures.length > 0) throw new Error(`databases on a shared server could not be ${to === 'suspended' ? 'suspended' : 'resumed'}: ${failures.join('; ')}`);
     return moved;
   }
 
   wake(): void {
-    this.work.wake();
+    this.worker.get().wake();
   }
 
   /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
@@ -194,7 +191,7 @@ export class DatabaseService {
 
   async get(access: Access, slug: string): Promise<DatabaseDetail> {
     const row = await this.resolve(access, slug);
-    const [events, health] = await Promise.all([this.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
+    const [events, health] = await Promise.all([this.store.repos.databases.events(row.id), this.engine.get().databaseHealth(row.id)]);
     return {
       ...databaseView(row, null),
       health:
@@ -225,7 +222,7 @@ export class DatabaseService {
       row.status = 'deleting';
       row.updated_at = now;
     }
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, null);
   }
 

@@ -7,7 +7,8 @@ import type { Deployment } from './deployments.schema.js';
 import { deploymentView } from './deployments.service.js';
 import type { DeploymentRow, Repositories } from '../../store/repositories/index.js';
 import type { Engine } from '../../domain/ports.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { holdMemoryRoom, type TenantLimits } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
@@ -73,8 +74,8 @@ export class DeployService {
     private readonly limits: TenantLimits,
     private readonly queue: DeployQueue,
     private readonly wallets: WalletService,
-    /** the engine of the moment (an EngineHandle) */
-    private readonly engine: Engine,
+    /** the engine of the moment: the leader's, the standby's, or idle */
+    private readonly engine: Late<Engine>,
   ) {}
 
   async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<Deployment> {
@@ -149,7 +150,7 @@ export class DeployService {
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
     await refreshProjectStatus(this.repos, project.id, iso(this.clock.now()));
-    await this.engine.stop(project, target);
+    await this.engine.get().stop(project, target);
     return deploymentView(stopped);
   }
 
@@ -159,7 +160,7 @@ export class DeployService {
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
-    await this.engine.restart(project, current);
+    await this.engine.get().restart(project, current);
     return project;
   }
 
@@ -226,7 +227,7 @@ export class DeployService {
         if (current?.status === 'running') {
           const row = await this.queue.advance(current.id, null, { kind: 'stop' });
           if (row !== null) {
-            await this.engine.stop(project, current);
+            await this.engine.get().stop(project, current);
             stopped++;
           }
         }
@@ -341,7 +342,7 @@ export class DeployService {
   /** A deployment just queued: its project's status follows, and the engine looks at the queue. */
   private async started(row: DeploymentRow): Promise<Deployment> {
     await refreshProjectStatus(this.repos, row.project_id, iso(this.clock.now()));
-    this.engine.wake();
+    this.engine.get().wake();
     return deploymentView(row);
   }
 

@@ -1,7 +1,7 @@
 import { notFound } from '../../domain/errors.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Deployment, DeploymentPage } from './deployments.schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { DeploymentRow, Repositories } from '../../store/repositories/index.js';
 
 /** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */

@@ -7,7 +7,7 @@ import type { ProjectPolicy } from '../projects/policy.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { DomainRow } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { Domain } from './domains.schema.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 

@@ -7,7 +7,7 @@ import type { DatabaseRow, EnvVarRow, Repositories } from '../../store/repositor
 import type { StoreOf } from '../../store/db.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { ProjectPolicy } from '../projects/policy.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
 import type { BulkCounts, EnvVar } from './env.schema.js';
 

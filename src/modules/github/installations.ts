@@ -14,7 +14,7 @@ import { atLeast, isRole } from '../../domain/roles.js';
 import { toNumber } from '../../store/dialects.js';
 import type { InstallationRow, Repositories } from '../../store/repositories/index.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { GitHubOAuth } from './oauth.js';
 import type { Installation, LinkedInstallation, LinkStart } from './github.schema.js';
 

@@ -9,7 +9,7 @@ import type { Repositories } from '../../store/repositories/index.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { LogPolicy } from './policy.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { parseSettings } from '../tenancy/views.js';
 import type { LogEntry, LogPage, LogUsage } from './logs.schema.js';
 

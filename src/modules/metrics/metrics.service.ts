@@ -2,7 +2,7 @@ import { iso, type Clock } from '../../domain/clock.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { MetricsMinute, Repositories } from '../../store/repositories/index.js';
 import type { ProjectMetrics } from '../projects/projects.schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export type MetricsPeriod = ProjectMetrics['period'];
 

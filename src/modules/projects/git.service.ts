@@ -4,7 +4,7 @@ import { checkConnectionInstallation, type GitHubIntegration } from '../github/i
 import type { GitConnectionRow, Repositories } from '../../store/repositories/index.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { ProjectPolicy } from './policy.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { resolveProject, type ProjectRef } from './resolve.js';
 import type { GitConnection } from './projects.schema.js';
 import type { NewGitConnection, RotatedWebhookSecret } from './git.schema.js';

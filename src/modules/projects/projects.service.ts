@@ -4,7 +4,8 @@ import type { LogStore } from '../../domain/logs.js';
 import type { Engine } from '../../domain/ports.js';
 import { slugify } from '../../domain/slug.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
 import { holdMemoryRoom, holdProjectRoom, type TenantLimits } from '../tenancy/policy.js';
@@ -51,7 +52,7 @@ export class ProjectService {
     private readonly policy: ProjectPolicy,
     private readonly limits: TenantLimits,
     private readonly logs: Pick<LogStore, 'deleteProject'>,
-    private readonly engine: () => Pick<Engine, 'pods' | 'routesChanged'>,
+    private readonly engine: Late<Pick<Engine, 'pods' | 'routesChanged'>>,
     /** scaling up is paid work (docs/billing.md#payment-required) */
     private readonly funds: { requireFunds(workspaceId: string): Promise<void> } = { requireFunds: () => Promise.resolve() },
   ) {}
@@ -177,7 +178,7 @@ export class ProjectService {
     // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
     // claimed by another project at once. (Its containers go as orphans in that pass.) A router
     // that refuses the change is logged by the engine, and its reconciler converges.
-    await this.engine().routesChanged(row.id).catch(() => undefined);
+    await this.engine.get().routesChanged(row.id).catch(() => undefined);
     return view;
   }
 
@@ -186,7 +187,7 @@ export class ProjectService {
     const row = await resolveProject(this.store.repos, access, projectSlug);
     const latest = await this.store.repos.deployments.latest(row.id);
     const serving = await this.store.repos.deployments.serving(row.id);
-    const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
+    const pods = serving === undefined ? [] : await this.engine.get().pods(row.id, serving.id);
     const now = this.clock.now().getTime();
     return {
       project: { slug: row.slug, status: row.status },

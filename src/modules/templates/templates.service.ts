@@ -13,7 +13,7 @@ import type { ProjectPatch, ProjectService } from '../projects/projects.service.
 import { resolveProject, templateRef } from '../projects/resolve.js';
 import type { Deployment } from '../deployments/deployments.schema.js';
 import { projectView } from '../projects/views.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { GENERATOR, publicView, TEMPLATE_DB_REF, type Catalog, type CatalogEntry, type CatalogView } from './catalog.js';
 import type { NewTemplateInstance, TemplateInstance } from './templates.schema.js';
 

@@ -4,7 +4,7 @@ import { atLeast, type Role } from '../../domain/roles.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
 import type { PendingMembership } from '../../store/repositories/members.js';
-import type { Access, Caller } from './context.js';
+import type { Access, Caller } from '../../domain/access.js';
 import type { Member } from './members.schema.js';
 
 export class MemberService {

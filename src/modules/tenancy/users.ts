@@ -1,6 +1,6 @@
 import type { Repositories } from '../../store/repositories/index.js';
 import { iso, type Sources } from '../../domain/clock.js';
-import type { UserRow } from './context.js';
+import type { UserRecord } from '../../domain/access.js';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
@@ -16,7 +16,7 @@ export async function findOrCreateUser(
   email: string,
   name?: string,
   verified = true,
-): Promise<UserRow> {
+): Promise<UserRecord> {
   const normalized = normalizeEmail(email);
   const now = iso(sources.clock.now());
   // Insert-or-nothing, then read: two concurrent creations of one e-mail both end with the same
@@ -44,10 +44,10 @@ export async function createNewUser(
   sources: Pick<Sources, 'ids' | 'clock'>,
   repos: Pick<Repositories, 'users'>,
   input: { email: string; name?: string | undefined; verified: boolean },
-): Promise<UserRow> {
+): Promise<UserRecord> {
   const normalized = normalizeEmail(input.email);
   const now = iso(sources.clock.now());
-  const row: UserRow = {
+  const row: UserRecord = {
     id: sources.ids.id(),
     email: normalized,
     name: input.name ?? normalized.split('@')[0] ?? normalized,

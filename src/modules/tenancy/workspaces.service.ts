@@ -5,7 +5,7 @@ import { RESERVED_WORKSPACE_SLUGS } from '../../domain/slug.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { StoreOf } from '../../store/db.js';
 import { holdWorkspaceRoom, type StartingWallet, type TenantLimits } from './policy.js';
-import type { Access, Caller, WorkspaceRow } from './context.js';
+import type { Access, Caller, WorkspaceRecord } from '../../domain/access.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView } from './views.js';
 import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
 
@@ -21,12 +21,12 @@ export async function createWorkspace(
   wallet: StartingWallet,
   tx: Pick<Repositories, 'users' | 'workspaces'>,
   input: { name: string; slug: string; ownerId: string; countedFor: string | null },
-): Promise<WorkspaceRow> {
+): Promise<WorkspaceRecord> {
   const now = iso(sources.clock.now());
   // An unverified address earns no credit; the repository grants it once per user.
   const owner = await tx.users.byId(input.ownerId);
   const credit = owner?.verified_at === null || owner === undefined ? 0 : wallet.credit;
-  const workspace: WorkspaceRow = {
+  const workspace: WorkspaceRecord = {
     id: sources.ids.id(),
     name: input.name,
     slug: input.slug,

@@ -1,24 +1,14 @@
-import { CatalogError, type Catalog } from '../modules/templates/catalog.js';
-import { templateCatalog } from '../modules/templates/policy.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from '../adapters/git/index.js';
 import { PaystackGateway } from '../modules/billing/gateways/paystack.js';
 import { paymentGateways } from '../modules/billing/gateways/sandbox.js';
 import { StripeGateway } from '../modules/billing/gateways/stripe.js';
 import type { Config } from './config.js';
-import type { Clock, IdSource, Random } from '../domain/clock.js';
+import { policiesOf, StartError, type Policies } from './settings.js';
+import { systemRandom, systemSources, type Clock, type IdSource, type Random } from '../domain/clock.js';
 import type { LogStore } from '../domain/logs.js';
-import type { Mailer } from '../adapters/notify/mailer.js';
-import type { BillingPolicy } from '../modules/billing/policy.js';
 import type { PaymentGateways } from '../modules/billing/wallet.service.js';
-import type { DatabasePolicy } from '../modules/databases/policy.js';
-import type { DomainPolicy } from '../modules/domains/policy.js';
-import type { LogPolicy } from '../modules/logs/policy.js';
-import type { ProjectPolicy } from '../modules/projects/policy.js';
-import type { InvitationPolicy, StartingWallet, TenantLimits } from '../modules/tenancy/policy.js';
-import type { NotifyPolicy, UptimeRules } from '../modules/uptime/policy.js';
-import { systemRandom, systemSources } from '../domain/clock.js';
-import { DEFAULT_UPTIME_RULES } from '../modules/uptime/policy.js';
+import type { Mailer } from '../adapters/notify/mailer.js';
 import type { GitHubIntegration } from '../modules/github/installations.js';
 import { GitHubOAuth } from '../modules/github/oauth.js';
 import { openLogStore, sqliteLogFile } from '../store/logs/open.js';
@@ -27,12 +17,10 @@ import { loadOrCreateSecretKey } from '../adapters/secrets/secret-key.js';
 import { SecretBox } from '../adapters/secrets/secret-box.js';
 import type { Store } from '../store/db.js';
 
-// What `slipway serve` and `slipway admin` share: the dependencies of every service, made from
-// the configuration and an open store. Kept apart from server.ts so that the admin commands load
-// neither the API nor the deploy engine.
-
-/** A start that failed for a reason the operator can fix (reported without a stack trace). */
-export class StartError extends Error {}
+// The outside world every service is built over (the secret box, e-mail, GitHub, the payment
+// gateways, the log store), made from the configuration and an open store: what `slipway serve`
+// and `slipway admin` share. Kept apart from server.ts so that the admin commands load neither
+// the API nor the deploy engine.
 
 /**
  * A store that holds sealed values must never get a fresh key: that would make every secret
@@ -47,22 +35,7 @@ async function guardSecretKey(config: Config, store: Store): Promise<void> {
   }
 }
 
-/** Each module's settings (its `policy.ts`), each read by that module alone. */
-export interface Policies {
-  limits: TenantLimits;
-  wallet: StartingWallet;
-  invitations: InvitationPolicy;
-  projects: ProjectPolicy;
-  domains: DomainPolicy;
-  logs: LogPolicy;
-  billing: BillingPolicy;
-  databases: DatabasePolicy;
-  templates: Catalog;
-  notify: NotifyPolicy;
-  uptime: UptimeRules;
-}
-
-/** What the services and workers are built from: the store, the sources, the adapters and each module's policy. */
+/** What the services and the leader's workers are built from: the store, the sources, the adapters and each module's policy. */
 export interface Parts {
   store: Store;
   clock: Clock;
@@ -80,24 +53,7 @@ export interface Parts {
   policies: Policies;
 }
 
-/** Each module's policy, from the configuration. */
-export function policiesOf(config: Config, templates: Catalog): Policies {
-  return {
-    limits: config.limits,
-    wallet: { currency: config.currency, credit: config.startingCredit },
-    invitations: { tokenInResponse: config.invitationTokenInResponse, publicUrl: config.publicUrl },
-    projects: { appsDomain: config.appsDomain, routerPort: config.routerListen.port, publicUrl: config.publicUrl },
-    domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
-    logs: { maxBytesPerProject: config.logMaxBytesPerProject },
-    billing: config.billing,
-    databases: config.databases,
-    templates,
-    notify: { allowPrivate: config.notifyAllowPrivate },
-    uptime: { ...DEFAULT_UPTIME_RULES, ...config.uptime },
-  };
-}
-
-/** Every service's and worker's dependencies, from the configuration and an open store. */
+/** The adapters and settings every service is built from, over an open store. */
 export async function createDeps(config: Config, store: Store): Promise<Parts> {
   await guardSecretKey(config, store);
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
@@ -105,7 +61,7 @@ export async function createDeps(config: Config, store: Store): Promise<Parts> {
     store,
     ...systemSources(),
     secrets,
-    policies: policiesOf(config, loadCatalog(config)),
+    policies: policiesOf(config),
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
@@ -123,16 +79,6 @@ function gateways(config: Config): PaymentGateways {
     },
     config.payments,
   );
-}
-
-/** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */
-function loadCatalog(config: Config): Catalog {
-  try {
-    return templateCatalog(config.templateCatalog);
-  } catch (err) {
-    if (err instanceof CatalogError) throw new StartError(err.message);
-    throw err;
-  }
 }
 
 /** The GitHub App of `--github-app-*`: installation tokens, and (with the client id and secret) the link flow. */
