@@ -40,7 +40,7 @@ import { invitationRoutes } from '../modules/tenancy/invitations.routes.js';
 import { memberRoutes } from '../modules/tenancy/members.routes.js';
 import { systemRoutes } from '../modules/system/system.routes.js';
 import { workspaceRoutes } from '../modules/tenancy/workspaces.routes.js';
-import { ErrorEnvelope } from '../http/schemas.js';
+import { ErrorEnvelopeSchema } from '../http/schemas.js';
 import { createServices, type Services } from './services.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
 
@@ -123,7 +123,7 @@ export async function buildApp(deps: AppDeps) {
     done();
   });
   app.setValidatorCompiler(validatorCompiler());
-  app.addSchema(ErrorEnvelope);
+  app.addSchema(ErrorEnvelopeSchema);
 
   const services = createServices(deps, (projectId) => { deps.liveLogs?.notify(projectId); });
   const metrics = new Registry();
@@ -162,10 +162,14 @@ export async function buildApp(deps: AppDeps) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Slipway API', version: deps.version, description: 'REST API of the Slipway deployment platform.' },
+      info: { title: 'Slipway API', version: deps.version, description: 'REST API of the Slipway deployment platform.', license: { name: 'MIT', identifier: 'MIT' } },
+      // relative: the origin the document was read from, behind any proxy (docs/api.md#the-openapi-document)
+      servers: [{ url: '/', description: 'The origin that served this document.' }],
       components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
       security: [{ apiKey: [] }],
     },
+    // shared schemas are components named by their $id (ErrorEnvelope), not def-0
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
   await app.register(errorsPlugin);
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });

@@ -1,4 +1,4 @@
-import { Type, type TSchema, type TUnsafe } from 'typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 import { ROLES, type Role } from '../domain/roles.js';
 import { SLUG_PATTERN } from '../domain/slug.js';
 
@@ -11,10 +11,14 @@ import { SLUG_PATTERN } from '../domain/slug.js';
 export const Envelope = <T extends TSchema>(data: T) =>
   Type.Object({ success: Type.Literal(true), data }, { additionalProperties: false });
 
-export const ErrorEnvelope = Type.Object(
+/** `{ success: false, error }`, registered once with `app.addSchema` (the OpenAPI document's one `ErrorEnvelope` component). */
+export const ErrorEnvelopeSchema = Type.Object(
   { success: Type.Literal(false), error: Type.String({ description: 'One human sentence.' }) },
   { additionalProperties: false, $id: 'ErrorEnvelope' },
 );
+
+/** Every failure's body: a reference to the registered schema, so that clients generated from the document share one error type. */
+export const ErrorEnvelope = Type.Unsafe<Static<typeof ErrorEnvelopeSchema>>(Type.Ref('ErrorEnvelope'));
 
 /** A string enum as `{type: string, enum}`: one clear validation error instead of an anyOf of consts. */
 export const StringEnum = <const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}): TUnsafe<T[number]> =>
@@ -69,5 +73,17 @@ export const authErrors = {
   404: ErrorEnvelope,
   429: ErrorEnvelope,
 };
+
+/**
+ * The statuses of every operation that takes a request body, before its schema is checked: a body
+ * over the 1 MiB limit (413) or not in JSON (415).
+ */
+export const bodyErrors = {
+  413: ErrorEnvelope,
+  415: ErrorEnvelope,
+};
+
+/** The success of a WebSocket route: the handshake's answer, with no body (frames follow). */
+export const WEBSOCKET_OPENS = { description: 'Switching Protocols: the WebSocket stream opens; text frames follow.' };
 
 export const ok = <T>(data: T): { success: true; data: T } => ({ success: true, data });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineContainers } from '../../src/modules/billing/meter.js';
 import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { billingWorker, money } from '../factories/billing.js';
 import { settledDeployment } from '../factories/deployments.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
@@ -55,8 +55,8 @@ describe('metering what the engine runs', () => {
     expect(made.status, made.text).toBe(201);
     const projectId = made.body.data?.id ?? '';
     await s.request('POST', `${api()}/projects/halfcrash/git`, { key: w.member.key, body: { repo_full_name: 'acme/halfcrash' } });
-    const queued = await s.request<DeploymentView>('POST', `${api()}/projects/halfcrash/deploy`, { key: w.member.key });
-    const d = await settledDeployment<DeploymentView>(s, w.member.key, `${api()}/projects/halfcrash`, queued.body.data?.id ?? '');
+    const queued = await s.request<Deployment>('POST', `${api()}/projects/halfcrash/deploy`, { key: w.member.key });
+    const d = await settledDeployment<Deployment>(s, w.member.key, `${api()}/projects/halfcrash`, queued.body.data?.id ?? '');
     expect(d.status, d.error ?? '').toBe('running');
     expect(await viaRouter(engine.routerPort, host())).toEqual({ status: 200, body: 'half v1\n' });
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PaystackGateway } from '../../src/modules/billing/gateways/paystack.js';
 import { StripeGateway } from '../../src/modules/billing/gateways/stripe.js';
 import { iso } from '../../src/domain/clock.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { engineContainers } from '../../src/modules/billing/meter.js';
 import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
@@ -59,7 +59,7 @@ describe('billing on the engine', () => {
     await paystack.close();
   }, 120_000);
 
-  const settled = (id: string) => settledDeployment<DeploymentView>(fx.s, fx.w.member.key, `${api()}/projects/billed`, id);
+  const settled = (id: string) => settledDeployment<Deployment>(fx.s, fx.w.member.key, `${api()}/projects/billed`, id);
 
   const deliver = (gateway: string, d: WebhookDelivery) => fx.s.request<{ outcome: string }>('POST', `/api/webhooks/payments/${gateway}`, { raw: d.body, headers: d.headers });
   const wallet = async () => (await fx.s.request<{ balance: number; available: number; state: string }>('GET', `${api()}/wallet`, { key: fx.w.member.key })).body.data;
@@ -91,7 +91,7 @@ describe('billing on the engine', () => {
     const made = await s.request<{ id: string }>('POST', `${api()}/projects`, { key: w.member.key, body: { name: 'billed', port: 8080, cpu: '0.25', ram: '0.125' } });
     const projectId = made.body.data?.id ?? '';
     await s.request('POST', `${api()}/projects/billed/git`, { key: w.member.key, body: { repo_full_name: 'acme/billed' } });
-    const queued = await s.request<DeploymentView>('POST', `${api()}/projects/billed/deploy`, { key: w.member.key });
+    const queued = await s.request<Deployment>('POST', `${api()}/projects/billed/deploy`, { key: w.member.key });
     const d1 = await settled(queued.body.data?.id ?? '');
     expect(d1.status, d1.error ?? '').toBe('running');
     expect(await viaRouter(engine.routerPort, host())).toEqual({ status: 200, body: 'billed v1\n' });
@@ -162,7 +162,7 @@ describe('billing on the engine', () => {
     const resumed = await (async () => {
       const end = Date.now() + 180_000;
       for (;;) {
-        const list = (await s.request<{ deployments: DeploymentView[] }>('GET', `${api()}/projects/billed/deployments`, { key: w.member.key })).body.data?.deployments ?? [];
+        const list = (await s.request<{ deployments: Deployment[] }>('GET', `${api()}/projects/billed/deployments`, { key: w.member.key })).body.data?.deployments ?? [];
         const latest = list[0];
         if (latest !== undefined && latest.id !== d1.id && latest.status === 'running') return latest;
         if (Date.now() > end) throw new Error('the project did not come back');

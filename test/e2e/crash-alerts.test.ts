@@ -3,7 +3,7 @@
 // webhook once, although the monitor's checks are not enabled. Uses Docker Engine: run under
 // `flock /tmp/slipway-docker.lock`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { CrashAlerts } from '../../src/modules/uptime/crash-alerts.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
@@ -55,7 +55,7 @@ describe('crash alerts on the engine', () => {
   }, 120_000);
 
   /** A project built from a repository holding `cmd`, whose monitor only has a chat webhook (checks off). */
-  async function project(name: string, cmd: string, ram = '0.125'): Promise<DeploymentView> {
+  async function project(name: string, cmd: string, ram = '0.125'): Promise<Deployment> {
     const repo = await root.repo(`acme/${name}`);
     await repo.commit('v1', { Dockerfile: `FROM ${base}\nCOPY index.html /www/index.html\nCMD ["sh", "-c", ${JSON.stringify(cmd)}]\n`, 'index.html': `${name}\n` });
     const api = `/api/workspaces/${w.slug}/projects`;
@@ -63,7 +63,7 @@ describe('crash alerts on the engine', () => {
     await s.request('POST', `${api}/${name}/git`, { key: w.member.key, body: { repo_full_name: `acme/${name}` } });
     const put = await s.request('PUT', `${api}/${name}/uptime`, { key: w.member.key, body: { chat_webhook_url: `${receiver.url}/${name}` } });
     expect(put.status, put.text).toBe(200);
-    return deployAndSettle<DeploymentView>(s, w.member.key, `${api}/${name}`);
+    return deployAndSettle<Deployment>(s, w.member.key, `${api}/${name}`);
   }
 
   const crashesOf = (name: string) => receiver.delivered().filter((d) => d.path === `/${name}`).map((d) => d.body as CrashBody);

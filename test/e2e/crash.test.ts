@@ -18,8 +18,8 @@ import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../facto
 import { ensureBaseImage, ensureDatabaseImages, releaseTestRun } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 import { inProgress } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
-import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
+import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';
@@ -330,20 +330,20 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     // MariaDB initialises its data directory for a few seconds: a window to kill Slipway in
     await ensureDatabaseImages();
     if (proc === undefined || proc.exit() !== null) proc = await serve();
-    const made = await call<DatabaseView>('POST', '/api/workspaces/default/databases', { name: 'orders', type: 'mysql' });
+    const made = await call<Database>('POST', '/api/workspaces/default/databases', { name: 'orders', type: 'mysql' });
     expect(made.status, JSON.stringify(made.body)).toBe(202);
     const created = made.body.data;
     if (created === undefined) throw new Error('no record');
     const docker = new Docker();
     const container = docker.getContainer(`slipway-db-${created.id}`);
     await waitFor('its container to exist', async () => ((await container.inspect().catch(() => null)) === null ? undefined : true), proc, 120_000);
-    const before = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+    const before = await call<DatabaseDetail>('GET', '/api/workspaces/default/databases/orders');
     expect(before.body.data?.status).toBe('provisioning');
     expect(await proc.stop('SIGKILL')).toMatchObject({ signal: 'SIGKILL' });
 
     proc = await serve(['--router-on-exit', 'stop']);
     const d = await waitFor('the database to settle', async () => {
-      const r = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+      const r = await call<DatabaseDetail>('GET', '/api/workspaces/default/databases/orders');
       return r.body.data?.status === 'provisioning' ? undefined : r.body.data;
     }, proc, 180_000);
     expect(d.status, d.error ?? '').toBe('running');
@@ -363,14 +363,14 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     const exec = await container.exec({ Cmd: ['bash', '-c', 'kill -9 -1'], AttachStdout: true, AttachStderr: true });
     await exec.start({ hijack: true, stdin: false }).catch(() => undefined);
     const after = await waitFor('the engine to restart the server', async () => {
-      const r = await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders');
+      const r = await call<DatabaseDetail>('GET', '/api/workspaces/default/databases/orders');
       const h = r.body.data?.health;
       return h !== null && h !== undefined && h.restarts >= 1 && h.status === 'running' ? r.body.data : undefined;
     }, proc, 60_000);
     expect(after.status).toBe('running');
     // (the engine may publish another host port after a restart: the record follows, so read it again)
     const again = await waitFor('a login after the restart', async () => {
-      const now = (await call<DatabaseDetailView>('GET', '/api/workspaces/default/databases/orders')).body.data;
+      const now = (await call<DatabaseDetail>('GET', '/api/workspaces/default/databases/orders')).body.data;
       const c = await mysql.createConnection({ uri: (now?.external_connection_string ?? '').replace('********', created.password), connectTimeout: 5_000 }).catch(() => undefined);
       if (c === undefined) return undefined;
       try {

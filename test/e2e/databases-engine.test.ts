@@ -16,7 +16,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
 import type { DatabaseAddress } from '../../src/domain/database.js';
 import { databasePolicy } from '../../src/modules/databases/policy.js';
 import { DATABASE_LABEL } from '../../src/modules/databases/databases.worker.js';
@@ -134,7 +134,7 @@ async function argvInside(container: string): Promise<string> {
 }
 
 /** The client command inside the server's own image, run on the workspace network against `host`. */
-const clientCommand: Record<Kind, (d: DatabaseView, password: string) => string[]> = {
+const clientCommand: Record<Kind, (d: Database, password: string) => string[]> = {
   postgresql: (d, pw) => ['psql', `postgresql://slipway:${pw}@${d.host}:${d.port.toString()}/${d.database_name}`, '-P', 'pager=off', '-tAc', 'select v from notes'],
   mysql: (d, pw) => ['mariadb', '-h', d.host, '-P', d.port.toString(), '-u', 'slipway', `-p${pw}`, '-N', '-e', 'select v from notes', d.database_name],
   redis: (d, pw) => ['redis-cli', '-h', d.host, '-p', d.port.toString(), '--no-auth-warning', '-a', pw, 'get', 'note'],
@@ -164,7 +164,7 @@ describe('managed databases on the engine (sqlite)', () => {
   });
 
   it('deploys an app wired to its database by reference variables: it writes a value and serves what it reads back', async () => {
-    const made = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'counter cache', type: 'redis' } });
+    const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: 'counter cache', type: 'redis' } });
     expect(made.status).toBe(202);
     expect((await settled(made.body.data?.slug ?? '')).status).toBe('running');
     const base0 = await ensureBaseImage();
@@ -198,10 +198,10 @@ describe('managed databases on the engine (sqlite)', () => {
     expect(page).toEqual({ status: 200, body: 'hello from counter-cache.db\n' });
   }, 300_000);
 
-  async function settled(slug: string, ms = 150_000): Promise<DatabaseDetailView> {
+  async function settled(slug: string, ms = 150_000): Promise<DatabaseDetail> {
     const end = Date.now() + ms;
     for (;;) {
-      const r = await s.request<DatabaseDetailView>('GET', `${base()}/${slug}`, { key: w.member.key });
+      const r = await s.request<DatabaseDetail>('GET', `${base()}/${slug}`, { key: w.member.key });
       const d = r.body.data;
       if (d !== undefined && d.status !== 'provisioning') return d;
       if (Date.now() > end) throw new Error(`database ${slug} still provisioning: ${r.text}`);
@@ -241,7 +241,7 @@ describe('managed databases on the engine (sqlite)', () => {
 
   describe.each(['postgresql', 'mysql', 'redis'] as const)('%s', (type) => {
     it('provisions a real server the official client logs in to with the returned credentials, from the host and from the workspace network; deleting removes it all', async () => {
-      const made = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: `${type} main`, type } });
+      const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: `${type} main`, type } });
       expect(made.status, made.text).toBe(202);
       const created = made.body.data;
       if (created === undefined) throw new Error('no record');
@@ -293,7 +293,7 @@ describe('managed databases on the engine (sqlite)', () => {
       // nothing of the password in them
       expect(lines.map((l) => l.message).join('\n')).not.toContain(password);
 
-      const del = await s.request<DatabaseView>('DELETE', `${base()}/${created.slug}`, { key: w.member.key });
+      const del = await s.request<Database>('DELETE', `${base()}/${created.slug}`, { key: w.member.key });
       expect(del.status).toBe(202);
       await gone(created.id);
       const untilDeleted = Date.now() + 10_000;
@@ -308,12 +308,12 @@ describe('managed databases on the engine (sqlite)', () => {
     // no worker while the record is made: as if the leader died right after the API wrote it
     await engine.databases?.stop();
     s.services.databases.attach(null);
-    const made = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'left behind', type: 'redis' } });
+    const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: 'left behind', type: 'redis' } });
     expect(made.status).toBe(202);
     const created = made.body.data;
     if (created === undefined) throw new Error('no record');
     await new Promise((res) => setTimeout(res, 500));
-    expect((await s.request<DatabaseView>('GET', `${base()}/${created.slug}`, { key: w.member.key })).body.data?.status).toBe('provisioning');
+    expect((await s.request<Database>('GET', `${base()}/${created.slug}`, { key: w.member.key })).body.data?.status).toBe('provisioning');
     // the next leader
     const next = await startDatabaseWorker(s, {
       runtime: engine.runtime,
@@ -338,15 +338,15 @@ describe('managed databases on the engine (sqlite)', () => {
         await new Promise((res) => setTimeout(res, 500));
       }
       expect(back).toBe('kept');
-      const after = await s.request<DatabaseDetailView>('GET', `${base()}/${created.slug}`, { key: w.member.key });
+      const after = await s.request<DatabaseDetail>('GET', `${base()}/${created.slug}`, { key: w.member.key });
       expect(after.body.data?.events.at(-1)?.message).toBe('Its container was gone; started again on its volume.');
 
       // a deleted workspace takes its databases' servers with it
       const doomed = await makeWorkspace(s);
-      const theirs = await s.request<DatabaseView>('POST', `/api/workspaces/${doomed.slug}/databases`, { key: doomed.owner.key, body: { name: 'theirs', type: 'redis' } });
+      const theirs = await s.request<Database>('POST', `/api/workspaces/${doomed.slug}/databases`, { key: doomed.owner.key, body: { name: 'theirs', type: 'redis' } });
       const theirId = theirs.body.data?.id ?? '';
       const untilRunning = Date.now() + 120_000;
-      while ((await s.request<DatabaseView>('GET', `/api/workspaces/${doomed.slug}/databases/theirs`, { key: doomed.owner.key })).body.data?.status === 'provisioning' && Date.now() < untilRunning) {
+      while ((await s.request<Database>('GET', `/api/workspaces/${doomed.slug}/databases/theirs`, { key: doomed.owner.key })).body.data?.status === 'provisioning' && Date.now() < untilRunning) {
         await new Promise((res) => setTimeout(res, 250));
       }
       expect((await s.request('DELETE', `/api/workspaces/${doomed.slug}`, { key: doomed.owner.key })).status).toBe(200);
@@ -375,7 +375,7 @@ describe('managed databases on the engine (sqlite)', () => {
     });
     let worker = await workerWith(standIn);
     try {
-      const made = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'Docs Store', type: 'mongo' } });
+      const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: 'Docs Store', type: 'mongo' } });
       const created = made.body.data;
       if (created === undefined) throw new Error('no record');
       expect(created.connection_string).toBe(`mongodb://slipway:${created.password}@docs-store.db:27017/docs-store?authSource=admin`);
@@ -394,7 +394,7 @@ describe('managed databases on the engine (sqlite)', () => {
       // an image that is neither here nor pullable, and no local build of it: failed, saying why
       await worker.stop();
       worker = await workerWith('nowhere/mongo:0');
-      const noImage = await s.request<DatabaseView>('POST', base(), { key: w.member.key, body: { name: 'no image', type: 'mongo' } });
+      const noImage = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: 'no image', type: 'mongo' } });
       const failed = await settled(noImage.body.data?.slug ?? '');
       expect(failed.status).toBe('failed');
       expect(failed.error).toMatch(/^the image nowhere\/mongo:0 is not on this host and cannot be pulled \(.+\), and no locally built slipway-local\/mongo:latest exists \(make db-images builds it\)\.$/);

@@ -8,7 +8,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
 import { sharedPrefix, sharedServer } from '../../src/modules/databases/shared.js';
 import type { DatabaseWorker } from '../../src/modules/databases/databases.worker.js';
 import { instanceId } from '../../src/store/db.js';
@@ -59,7 +59,7 @@ async function withClient<T>(type: Kind, url: string, fn: (q: (sql: string, ...a
 }
 
 /** Writes `value` into its own database (Redis: under its key prefix) and reads it back on another connection. */
-async function writeAndRead(type: Kind, d: DatabaseView, password: string, value: string): Promise<string> {
+async function writeAndRead(type: Kind, d: Database, password: string, value: string): Promise<string> {
   const url = (d.external_connection_string ?? '').replace('********', password);
   if (type === 'redis') {
     await withClient(type, url, (q) => q('SET', `${d.key_prefix ?? ''}note`, value));
@@ -98,10 +98,10 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
     await s.close();
   });
 
-  async function settled(w: TestWorkspace, slug: string, until: (d: DatabaseDetailView | undefined, status: number) => boolean = (d) => d?.status !== 'provisioning'): Promise<{ status: number; d: DatabaseDetailView | undefined }> {
+  async function settled(w: TestWorkspace, slug: string, until: (d: DatabaseDetail | undefined, status: number) => boolean = (d) => d?.status !== 'provisioning'): Promise<{ status: number; d: DatabaseDetail | undefined }> {
     const end = Date.now() + 60_000;
     for (;;) {
-      const r = await s.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/${slug}`, { key: w.member.key });
+      const r = await s.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/${slug}`, { key: w.member.key });
       if (until(r.body.data, r.status)) return { status: r.status, d: r.body.data };
       if (Date.now() > end) throw new Error(`${slug} did not settle: ${r.text}`);
       await new Promise((res) => setTimeout(res, 200));
@@ -115,7 +115,7 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
       const server = sharedServer(type, SHARED[type]);
       const made = [];
       for (const w of [a, b]) {
-        const r = await s.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `Main ${type}`, type } });
+        const r = await s.request<Database>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `Main ${type}`, type } });
         expect(r.status, r.text).toBe(202);
         const d = r.body.data;
         if (d === undefined) throw new Error('no record');
@@ -175,7 +175,7 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
       }
 
       // deleting mine drops my database and user there, and nothing of theirs
-      const del = await s.request<DatabaseView>('DELETE', `/api/workspaces/${mine.w.slug}/databases/${mine.d.slug}`, { key: mine.w.admin.key });
+      const del = await s.request<Database>('DELETE', `/api/workspaces/${mine.w.slug}/databases/${mine.d.slug}`, { key: mine.w.admin.key });
       expect(del.status).toBe(202);
       expect(del.body.data?.status).toBe('deleting');
       await gone(mine.w, mine.d.slug);
@@ -207,9 +207,9 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
 
   it('suspends a workspace\'s databases on the shared servers (logins refused, sessions ended, data kept) and resumes them', async () => {
     const w = await makeWorkspace(s);
-    const made: { type: Kind; d: DatabaseView; password: string }[] = [];
+    const made: { type: Kind; d: Database; password: string }[] = [];
     for (const type of Object.keys(SHARED) as Kind[]) {
-      const r = await s.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `held ${type}`, type } });
+      const r = await s.request<Database>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `held ${type}`, type } });
       const d = r.body.data;
       if (d === undefined) throw new Error(r.text);
       expect((await settled(w, d.slug)).d?.status).toBe('running');
@@ -250,7 +250,7 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
     const w = await makeWorkspace(s);
     const names = new Map<Kind, string>();
     for (const type of Object.keys(SHARED) as Kind[]) {
-      const r = await s.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `doomed ${type}`, type } });
+      const r = await s.request<Database>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: `doomed ${type}`, type } });
       expect(r.status, r.text).toBe(202);
       names.set(type, r.body.data?.username ?? '');
       expect((await settled(w, `doomed-${type}`)).d?.status).toBe('running');
@@ -278,23 +278,23 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
     const downWorker = await startDatabaseWorker(down, { reconcileEveryMs: 500 });
     try {
       const w = await makeWorkspace(down);
-      const made = await down.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: 'cache', type: 'redis' } });
+      const made = await down.request<Database>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: 'cache', type: 'redis' } });
       expect(made.status).toBe(202);
       const end = Date.now() + 30_000;
-      let d: DatabaseDetailView | undefined;
+      let d: DatabaseDetail | undefined;
       while (Date.now() < end) {
-        d = (await down.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key })).body.data;
+        d = (await down.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key })).body.data;
         if (d?.status !== 'provisioning') break;
         await new Promise((res) => setTimeout(res, 200));
       }
       expect(d?.status).toBe('failed');
       expect(d?.error).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
-      const del = await down.request<DatabaseView>('DELETE', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key });
+      const del = await down.request<Database>('DELETE', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key });
       expect(del.status).toBe(202);
-      let after: DatabaseDetailView | undefined;
+      let after: DatabaseDetail | undefined;
       const end2 = Date.now() + 30_000;
       while (Date.now() < end2) {
-        after = (await down.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key })).body.data;
+        after = (await down.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/cache`, { key: w.member.key })).body.data;
         if (after?.events.at(-1)?.message.startsWith('Cannot drop it') === true) break;
         await new Promise((res) => setTimeout(res, 200));
       }

@@ -2,7 +2,7 @@
 // the statuses, validation and the errors. The servers themselves are tested against Docker in
 // databases-engine.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
+import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
 import { makeProject, makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
@@ -17,7 +17,7 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
   });
   afterAll(async () => s.close());
 
-  const create = (body: unknown, key = w.member.key) => s.request<DatabaseView>('POST', base(), { key, body });
+  const create = (body: unknown, key = w.member.key) => s.request<Database>('POST', base(), { key, body });
 
   it('answers 202 at once with the record and its credentials, status provisioning, for each of the four types', async () => {
     const expected = {
@@ -42,13 +42,13 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
   it('never shows the password again: masked in the list and on GET, and sealed in the store', async () => {
     const made = await create({ name: 'secretive', type: 'postgresql' });
     const password = made.body.data?.password ?? '';
-    const list = await s.request<DatabaseView[]>('GET', base(), { key: w.member.key });
+    const list = await s.request<Database[]>('GET', base(), { key: w.member.key });
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(password);
     const one = list.body.data?.find((d) => d.slug === 'secretive');
     expect(one?.password).toBe('********');
     expect(one?.connection_string).toBe('postgresql://slipway:********@secretive.db:5432/secretive');
-    const got = await s.request<DatabaseDetailView>('GET', `${base()}/secretive`, { key: w.owner.key });
+    const got = await s.request<DatabaseDetail>('GET', `${base()}/secretive`, { key: w.owner.key });
     expect(got.status).toBe(200);
     expect(got.text).not.toContain(password);
     expect(got.body.data?.events.map((e) => e.message)).toEqual(['Created; a postgresql server is being provisioned.']);
@@ -81,7 +81,7 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
     await s.store.db.updateTable('wallets').set({ balance_micros: 0 }).where('workspace_id', '=', poor.id).execute();
     const r = await s.request('POST', `/api/workspaces/${poor.slug}/databases`, { key: poor.owner.key, body: { name: 'db', type: 'redis' } });
     expect(r.status).toBe(402);
-    expect((await s.request<DatabaseView[]>('GET', `/api/workspaces/${poor.slug}/databases`, { key: poor.owner.key })).body.data).toEqual([]);
+    expect((await s.request<Database[]>('GET', `/api/workspaces/${poor.slug}/databases`, { key: poor.owner.key })).body.data).toEqual([]);
   });
 
   it('wires an app to a database through reference variables, resolved at deploy time; a reference to a database that does not exist is refused', async () => {
@@ -127,7 +127,7 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
     const shared = await startTestServer(kind, { platform: { databases: { shared: { redis: 'redis://admin:pw@cache.internal:6380', postgresql: 'postgresql://admin@pg.internal/postgres' } } } });
     try {
       const sw = await makeWorkspace(shared);
-      const r = await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'redis' } });
+      const r = await shared.request<Database>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'redis' } });
       expect(r.status, r.text).toBe(202);
       const d = r.body.data;
       if (d === undefined) throw new Error('no record');
@@ -137,13 +137,13 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
       expect(d.connection_string).toBe(`redis://${d.username}:${d.password}@cache.internal:6380/0`);
       // the operator's administrative credentials are never shown
       expect(r.text).not.toContain('admin');
-      const pgDb = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'postgresql' } })).body;
+      const pgDb = (await shared.request<Database>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'Sessions', type: 'postgresql' } })).body;
       expect(pgDb.error).toBe('A database with the slug "sessions" already exists in this workspace.');
-      const main = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'main', type: 'postgresql' } })).body.data;
+      const main = (await shared.request<Database>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'main', type: 'postgresql' } })).body.data;
       expect(main).toMatchObject({ provisioner: 'shared', host: 'pg.internal', port: 5432, key_prefix: null });
       expect(main?.connection_string).toBe(`postgresql://${main?.username ?? ''}:${main?.password ?? ''}@pg.internal:5432/${main?.username ?? ''}`);
       // other types still get a container each
-      const mysqlDb = (await shared.request<DatabaseView>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'shop', type: 'mysql' } })).body.data;
+      const mysqlDb = (await shared.request<Database>('POST', `/api/workspaces/${sw.slug}/databases`, { key: sw.member.key, body: { name: 'shop', type: 'mysql' } })).body.data;
       expect(mysqlDb).toMatchObject({ provisioner: 'container', host: 'shop.db', username: 'slipway', key_prefix: null });
 
       const p = await makeProject(shared, sw);
@@ -158,13 +158,13 @@ describe.each(STORE_KINDS)('databases API (%s)', (kind) => {
 
   it('marks a deleted database deleting (202) until the leader has removed its server; a workspace takes its databases with it', async () => {
     await create({ name: 'doomed', type: 'mysql' });
-    const del = await s.request<DatabaseView>('DELETE', `${base()}/doomed`, { key: w.member.key });
+    const del = await s.request<Database>('DELETE', `${base()}/doomed`, { key: w.member.key });
     expect(del.status).toBe(202);
     expect(del.body.data?.status).toBe('deleting');
     expect(del.body.data?.password).toBe('********');
-    const again = await s.request<DatabaseView>('DELETE', `${base()}/doomed`, { key: w.member.key });
+    const again = await s.request<Database>('DELETE', `${base()}/doomed`, { key: w.member.key });
     expect(again.status).toBe(202);
-    const got = await s.request<DatabaseDetailView>('GET', `${base()}/doomed`, { key: w.member.key });
+    const got = await s.request<DatabaseDetail>('GET', `${base()}/doomed`, { key: w.member.key });
     expect(got.body.data?.status).toBe('deleting');
     expect(got.body.data?.events.at(-1)?.message).toBe('Deleting: its server and its data are being removed.');
 

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OrchestratorOptions } from '../../src/modules/deployments/engine/orchestrator.js';
 import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { STORE_KINDS } from '../factories/stores.js';

@@ -4,8 +4,8 @@
 // so the freed name routes to its new owner only, and the reconciler converges without errors.
 // The reconciler runs rarely here, so that nothing but the fix itself can take routes down.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DomainView } from '../../src/modules/domains/domains.service.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Domain } from '../../src/modules/domains/domains.schema.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { deployAndSettle } from '../factories/deployments.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
@@ -34,8 +34,8 @@ describe.each(STORE_KINDS)('custom domains through the router, store %s', (kind)
     const d = await deployAndSettle<Deployment>(s, w.member.key, `${projects(w)}/${name}`, 120_000);
     if (d.status !== 'running') throw new Error(d.error ?? d.status);
   }
-  const claim = (w: TestWorkspace, project: string) => s.request<DomainView>('POST', `${projects(w)}/${project}/domains`, { key: w.member.key, body: { domain: SHOP } });
-  const verify = (w: TestWorkspace, project: string, id: string) => s.request<DomainView>('POST', `${projects(w)}/${project}/domains/${id}/verify`, { key: w.member.key });
+  const claim = (w: TestWorkspace, project: string) => s.request<Domain>('POST', `${projects(w)}/${project}/domains`, { key: w.member.key, body: { domain: SHOP } });
+  const verify = (w: TestWorkspace, project: string, id: string) => s.request<Domain>('POST', `${projects(w)}/${project}/domains/${id}/verify`, { key: w.member.key });
   const rows = () => s.store.db.selectFrom('domains').select(['project_id', 'verified']).where('domain', '=', SHOP).execute();
 
   beforeAll(async () => {

@@ -5,7 +5,8 @@
 // (test/factories/dns-server.ts) that the resolver is pointed at, as --dns-servers does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainPolicy } from '../../src/modules/deps.js';
-import { DomainService, type DomainView } from '../../src/modules/domains/domains.service.js';
+import type { Domain } from '../../src/modules/domains/domains.schema.js';
+import { DomainService } from '../../src/modules/domains/domains.service.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
@@ -37,9 +38,9 @@ describe.each(STORE_KINDS)('custom domain verification on %s', (kind) => {
   });
 
   const base = (w: TestWorkspace, p: TestProject) => `/api/workspaces/${w.slug}/projects/${p.slug}/domains`;
-  const add = (w: TestWorkspace, p: TestProject, domain: string) => s.request<DomainView>('POST', base(w, p), { key: w.member.key, body: { domain } });
-  const verify = (w: TestWorkspace, p: TestProject, id: string) => s.request<DomainView>('POST', `${base(w, p)}/${id}/verify`, { key: w.member.key });
-  const list = (w: TestWorkspace, p: TestProject) => s.request<DomainView[]>('GET', base(w, p), { key: w.member.key });
+  const add = (w: TestWorkspace, p: TestProject, domain: string) => s.request<Domain>('POST', base(w, p), { key: w.member.key, body: { domain } });
+  const verify = (w: TestWorkspace, p: TestProject, id: string) => s.request<Domain>('POST', `${base(w, p)}/${id}/verify`, { key: w.member.key });
+  const list = (w: TestWorkspace, p: TestProject) => s.request<Domain[]>('GET', base(w, p), { key: w.member.key });
 
   it('keeps a new domain pending and shows how to verify it; a TXT record with its token verifies it', async () => {
     const name = fresh('www');

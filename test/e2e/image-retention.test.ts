@@ -8,7 +8,7 @@ import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { waitFor } from '../factories/process.js';
 import { settledDeployment } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 
 describe('keeping the images of the newest deployments only', () => {
   let s: TestServer;

@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView, DatabaseView } from '../../src/modules/databases/databases.service.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { INSTANCE_LABEL, instanceLabels, workspaceNetworkName } from '../../src/modules/deployments/engine/containers.js';
 import { instanceId } from '../../src/store/db.js';
 import { deployAndSettle } from '../factories/deployments.js';
@@ -76,14 +76,14 @@ describe('two installations on one engine, with the same workspace slug', () => 
     const project = `/api/workspaces/${w.slug}/projects/web`;
     expect((await s.request('POST', `/api/workspaces/${w.slug}/projects`, { key: w.member.key, body: { name: 'web', port: 8080, cpu: '0.25', ram: '0.125', replicas: 1 } })).status).toBe(201);
     expect((await s.request('POST', `${project}/git`, { key: w.member.key, body: { repo_full_name: 'acme/web' } })).status).toBe(201);
-    const made = await s.request<DatabaseView>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: 'vault', type: 'redis' } });
+    const made = await s.request<Database>('POST', `/api/workspaces/${w.slug}/databases`, { key: w.member.key, body: { name: 'vault', type: 'redis' } });
     expect(made.status, made.text).toBe(202);
     expect(made.body.data?.host).toBe('vault.db');
     const d = await deployAndSettle<Deployment>(s, w.member.key, project, 120_000);
     expect(d.status, d.error ?? '').toBe('running');
     const end = Date.now() + 150_000;
-    let db: DatabaseDetailView | undefined;
-    while ((db = (await s.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/vault`, { key: w.member.key })).body.data)?.status === 'provisioning' && Date.now() < end) {
+    let db: DatabaseDetail | undefined;
+    while ((db = (await s.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/vault`, { key: w.member.key })).body.data)?.status === 'provisioning' && Date.now() < end) {
       await new Promise((res) => setTimeout(res, 250));
     }
     expect(db?.status, db?.error ?? '').toBe('running');

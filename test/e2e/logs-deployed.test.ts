@@ -2,7 +2,7 @@
 // the router, the collector as `slipway serve` wires it, read back through GET …/logs and followed
 // on …/live-logs across a second deploy. Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { openStream, type StreamSession } from '../factories/stream-client.js';

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView as Deployment, ProjectView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
+import type { Project } from '../../src/modules/projects/projects.schema.js';
 import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { inProgress } from '../factories/deployments.js';
@@ -69,7 +70,7 @@ describe(`${WORKSPACES.toString()} workspaces on one engine`, () => {
       // the owner's starting credit went to their first workspace: these are topped up (the sandbox gateway)
       await call('POST', `/api/workspaces/${slug}/wallet/topup/gatewayb`, { amount: 100 });
       const base = `/api/workspaces/${slug}/projects`;
-      const project = await call<ProjectView>('POST', base, { name: 'app', port: 8080, cpu: '0.1', ram: '0.125' });
+      const project = await call<Project>('POST', base, { name: 'app', port: 8080, cpu: '0.1', ram: '0.125' });
       await call('POST', `${base}/app/git`, { repo_full_name: 'acme/many' });
       await call('POST', `${base}/app/env`, { key: 'GREETING', value: `hello from ${slug}` });
       const d = await call<Deployment>('POST', `${base}/app/deploy`);

@@ -1,5 +1,11 @@
+import { fileURLToPath } from 'node:url';
+import { lintFromString, loadConfig } from '@redocly/openapi-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../factories/harness.js';
+import { operations, type OpenApiDocument } from '../factories/openapi.js';
+
+/** The repository's root, where redocly.yaml and its ignore file live. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Operation {
   requestBody?: { content: Record<string, { schema: Schema }> };
@@ -34,10 +40,12 @@ function closedObjects(schema: Schema, at: string, out: string[]): void {
 describe('the OpenAPI document', () => {
   let s: TestServer;
   let doc: Doc;
+  let text: string;
   beforeAll(async () => {
     s = await startTestServer('sqlite');
     const r = await fetch(`${s.url}/api/openapi.json`);
-    doc = (await r.json()) as Doc;
+    text = await r.text();
+    doc = JSON.parse(text) as Doc;
   });
   afterAll(async () => s.close());
 
@@ -64,5 +72,30 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(open).toEqual([]);
+  });
+
+  it('names every operation with a unique camelCase operationId (the CLI and the dashboard are generated against them)', () => {
+    const ids = operations(doc as unknown as OpenApiDocument).map(({ method, path, op }) => op.operationId ?? `(none) ${method} ${path}`);
+    expect(ids.filter((id) => !/^[a-z][A-Za-z0-9]*$/.test(id))).toEqual([]);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+  });
+
+  it('declares its server: the origin it was read from', () => {
+    expect((doc as unknown as OpenApiDocument).servers).toEqual([{ url: '/', description: 'The origin that served this document.' }]);
+  });
+
+  it('documents 413 and 415 on every operation that takes a body', () => {
+    const missing = operations(doc as unknown as OpenApiDocument)
+      .filter(({ op }) => op.requestBody !== undefined)
+      .filter(({ op }) => op.responses['413'] === undefined || op.responses['415'] === undefined)
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(missing).toEqual([]);
+  });
+
+  it("passes Redocly's lint with the repository's redocly.yaml, warnings included", async () => {
+    const config = await loadConfig({ configPath: `${ROOT}redocly.yaml` });
+    const problems = await lintFromString({ source: text, absoluteRef: `${ROOT}openapi.json`, config });
+    const shown = problems.filter((p) => p.ignored !== true).map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ''}: ${p.message}`);
+    expect(shown).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@ import { readCgroups } from '../../src/modules/metrics/cgroups.js';
 import { formatBytes } from '../../src/modules/projects/resources.js';
 import { ResourceSampler } from '../../src/modules/metrics/metrics.worker.js';
 import { instanceLabels } from '../../src/modules/deployments/engine/containers.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { instanceId } from '../../src/store/db.js';
 import { startTestEngine, viaRouter, type TestEngine } from '../factories/engine.js';
 import { RepoRoot, startGitServer, type GitServer } from '../factories/git-server.js';
@@ -55,7 +55,7 @@ describe('resource metrics on the engine', () => {
     const project = made.body.data;
     if (project === undefined) throw new Error(made.text);
     await s.request('POST', `${api()}/git`, { key: w.member.key, body: { repo_full_name: 'acme/gauged' } });
-    const d = await deployAndSettle<DeploymentView>(s, w.member.key, api());
+    const d = await deployAndSettle<Deployment>(s, w.member.key, api());
     expect(d.status, d.error ?? '').toBe('running');
 
     // this machine shares the host with the engine: the kernel's counters are readable

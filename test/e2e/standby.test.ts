@@ -14,7 +14,7 @@ import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../facto
 import { ensureBaseImage } from '../factories/images.js';
 import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
 import { settled } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 
 const HOST = 'hello-default.localhost';
 const PROJECT = '/api/workspaces/default/projects/hello';

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseDetailView } from '../../src/modules/databases/databases.service.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
-import type { TemplateInstanceView } from '../../src/modules/templates/templates.service.js';
+import type { DatabaseDetail } from '../../src/modules/databases/databases.schema.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
+import type { TemplateInstance } from '../../src/modules/templates/templates.schema.js';
 import { startDeployFixture, viaRouter, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage, ensureDatabaseImages, RUN_LABEL, testRunId } from '../factories/images.js';
 import { openStream } from '../factories/stream-client.js';
@@ -39,7 +39,7 @@ describe('template instances on the engine', () => {
     }
   }
 
-  const settled = (slug: string, id: string) => settledDeployment<DeploymentView>(fx.s, fx.w.member.key, `${api()}/${slug}`, id);
+  const settled = (slug: string, id: string) => settledDeployment<Deployment>(fx.s, fx.w.member.key, `${api()}/${slug}`, id);
 
   async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
     const end = Date.now() + ms;
@@ -80,7 +80,7 @@ describe('template instances on the engine', () => {
 
   it('instantiates, deploys the image and a build, serves at its domains, streams its logs, keeps its volume, stops, and goes with everything it owns', async () => {
     const { s, w, engine } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'site', template_name: 'hello-template' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'site', template_name: 'hello-template' } });
     expect(made.status, made.text).toBe(201);
     const inst = made.body.data;
     if (inst === undefined) throw new Error('no instance');
@@ -93,7 +93,7 @@ describe('template instances on the engine', () => {
 
     // image mode
     const live = openStream(`${s.url.replace('http', 'ws')}${one}/live-logs?tail=0`, { 'x-api-key': w.member.key });
-    const first = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    const first = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(first.status, first.text).toBe(202);
     const d1 = await settled('site', first.body.data?.id ?? '');
     expect(d1.status, d1.error ?? '').toBe('running');
@@ -119,29 +119,29 @@ describe('template instances on the engine', () => {
     await until('the custom domain to be routed', async () => ((await viaRouter(engine.routerPort, 'site.example.com')).status === 200 ? true : undefined));
 
     // redeploy: the same image again, on the same data volume; ${url} now names the custom domain
-    const again = await s.request<DeploymentView>('POST', `${one}/redeploy`, { key: w.member.key });
+    const again = await s.request<Deployment>('POST', `${one}/redeploy`, { key: w.member.key });
     expect(again.status, again.text).toBe(202);
     expect((await settled('site', again.body.data?.id ?? '')).status).toBe('running');
     expect((await viaRouter(engine.routerPort, 'site.example.com')).body).toBe(`image Ahoy at http://site.example.com:8000 boots=2\n`);
 
     // build mode: the template's source from the Git server, through the same pipeline
-    const built = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
+    const built = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
     expect(built.status, built.text).toBe(202);
     const d3 = await settled('site', built.body.data?.id ?? '');
     expect(d3.status, d3.error ?? '').toBe('running');
     expect(d3.commit_sha).toMatch(/^[0-9a-f]{40}$/);
     expect((await viaRouter(engine.routerPort, inst.default_domain)).body).toBe(`built Ahoy at http://site.example.com:8000 boots=3\n`);
     // rollback to the image deployment
-    const back = await s.request<DeploymentView>('POST', `${one}/deployments/${d1.id}/rollback`, { key: w.member.key });
+    const back = await s.request<Deployment>('POST', `${one}/deployments/${d1.id}/rollback`, { key: w.member.key });
     expect(back.status).toBe(202);
     expect((await settled('site', back.body.data?.id ?? '')).status).toBe('running');
     expect((await viaRouter(engine.routerPort, inst.default_domain)).body).toMatch(/^image Ahoy at .+ boots=4\n$/);
 
     // stop: nothing serves it any more
-    const stopped = await s.request<DeploymentView>('POST', `${one}/stop`, { key: w.member.key });
+    const stopped = await s.request<Deployment>('POST', `${one}/stop`, { key: w.member.key });
     expect(stopped.status, stopped.text).toBe(200);
     expect(stopped.body.data?.status).toBe('stopped');
-    expect((await s.request<TemplateInstanceView>('GET', one, { key: w.member.key })).body.data?.status).toBe('stopped');
+    expect((await s.request<TemplateInstance>('GET', one, { key: w.member.key })).body.data?.status).toBe('stopped');
     await until('the router to stop serving it', async () => ((await viaRouter(engine.routerPort, inst.default_domain)).status !== 200 ? true : undefined));
 
     // delete: containers, data volume, routes and logs go
@@ -161,15 +161,15 @@ describe('template instances on the engine', () => {
 
   it('provisions the PostgreSQL database a template declares, wires it, and deletes it with the instance', async () => {
     const { s, w, engine } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'notes', template_name: 'hello-postgres' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'notes', template_name: 'hello-postgres' } });
     expect(made.status, made.text).toBe(201);
     expect(made.body.data?.databases).toEqual(['notes']);
     const db = await until('its database to run', async () => {
-      const d = (await s.request<DatabaseDetailView>('GET', `/api/workspaces/${w.slug}/databases/notes`, { key: w.member.key })).body.data;
+      const d = (await s.request<DatabaseDetail>('GET', `/api/workspaces/${w.slug}/databases/notes`, { key: w.member.key })).body.data;
       return d?.status === 'provisioning' ? undefined : d;
     }, 180_000);
     expect(db.status, db.error ?? '').toBe('running');
-    const deployed = await s.request<DeploymentView>('POST', `${api()}/notes/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    const deployed = await s.request<Deployment>('POST', `${api()}/notes/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(deployed.status, deployed.text).toBe(202);
     const d = await settled('notes', deployed.body.data?.id ?? '');
     expect(d.status, d.error ?? '').toBe('running');
@@ -185,13 +185,13 @@ describe('template instances on the engine', () => {
 
   it('fails a deploy readably when the catalog image is neither here nor pullable (this host reaches no registry)', async () => {
     const { s, w } = fx;
-    const made = await s.request<TemplateInstanceView>('POST', api(), { key: w.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } });
+    const made = await s.request<TemplateInstance>('POST', api(), { key: w.member.key, body: { name: 'kuma', template_name: 'uptime-kuma' } });
     expect(made.status, made.text).toBe(201);
-    const queued = await s.request<DeploymentView>('POST', `${api()}/kuma/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    const queued = await s.request<Deployment>('POST', `${api()}/kuma/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(queued.status, queued.text).toBe(202);
     const d = await settled('kuma', queued.body.data?.id ?? '');
     expect(d.status).toBe('failed');
     expect(d.error).toMatch(/^The image louislam\/uptime-kuma:\S+ is not on this host and cannot be pulled: .+/);
-    expect((await s.request<TemplateInstanceView>('GET', `${api()}/kuma`, { key: w.member.key })).body.data?.status).toBe('failed');
+    expect((await s.request<TemplateInstance>('GET', `${api()}/kuma`, { key: w.member.key })).body.data?.status).toBe('failed');
   }, 300_000);
 });

@@ -3,11 +3,11 @@
 // under /templates, and what deleting takes with it. The real deploys are in
 // templates-engine.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatabaseView } from '../../src/modules/databases/databases.service.js';
-import type { EnvVarView } from '../../src/modules/env/env.service.js';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Database } from '../../src/modules/databases/databases.schema.js';
+import type { EnvVar } from '../../src/modules/env/env.schema.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { CatalogView } from '../../src/modules/templates/catalog.js';
-import type { TemplateInstanceView } from '../../src/modules/templates/templates.service.js';
+import type { TemplateInstance } from '../../src/modules/templates/templates.schema.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
 
@@ -15,7 +15,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
   let s: TestServer;
   let w: TestWorkspace;
   const base = () => `/api/workspaces/${w.slug}/templates`;
-  const create = (body: unknown, key = w.member.key) => s.request<TemplateInstanceView>('POST', base(), { key, body });
+  const create = (body: unknown, key = w.member.key) => s.request<TemplateInstance>('POST', base(), { key, body });
 
   beforeAll(async () => {
     s = await startTestServer(kind);
@@ -72,7 +72,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
       updated_at: expect.any(String) as string,
     });
     const generated = (r.body.data as unknown as { generated_envs: Record<string, string> }).generated_envs;
-    const env = await s.request<EnvVarView[]>('GET', `${base()}/my-site/envs`, { key: w.member.key });
+    const env = await s.request<EnvVar[]>('GET', `${base()}/my-site/envs`, { key: w.member.key });
     // shown in the create response only
     expect(env.text).not.toContain(generated['ADMIN_PASSWORD'] ?? 'none');
     expect((await s.request('GET', `${base()}/my-site`, { key: w.member.key })).text).not.toContain(generated['ADMIN_PASSWORD'] ?? 'none');
@@ -119,7 +119,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     expect((await create({ name: 'x' })).status).toBe(400);
     expect((await create({ name: 'x', template_name: 'hello-template', extra: 1 })).status).toBe(400);
     // nothing half-made
-    expect((await s.request<TemplateInstanceView[]>('GET', base(), { key: w.member.key })).body.data?.map((i) => i.slug)).not.toContain('x');
+    expect((await s.request<TemplateInstance[]>('GET', base(), { key: w.member.key })).body.data?.map((i) => i.slug)).not.toContain('x');
   });
 
   it('keeps instances and projects apart: each route family sees only its own kind', async () => {
@@ -133,7 +133,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const missing = await s.request('GET', `${base()}/plain-project`, { key: w.member.key });
     expect(missing.status).toBe(404);
     expect(missing.body.error).toBe('Template instance was not found.');
-    const instances = await s.request<TemplateInstanceView[]>('GET', base(), { key: w.member.key });
+    const instances = await s.request<TemplateInstance[]>('GET', base(), { key: w.member.key });
     expect(instances.body.data?.map((i) => i.slug)).toContain('apart');
     expect(instances.body.data?.map((i) => i.slug)).not.toContain('plain-project');
   });
@@ -144,31 +144,31 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const refused = await s.request('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe('Set the required variable "GREETING" (POST …/envs) before deploying.');
-    const set = await s.request<EnvVarView[]>('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'GREETING', value: 'Hi' }, { key: 'API_KEY', value: 's3cret', is_secret: true }] });
+    const set = await s.request<EnvVar[]>('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'GREETING', value: 'Hi' }, { key: 'API_KEY', value: 's3cret', is_secret: true }] });
     expect(set.status, set.text).toBe(200);
     expect(set.body.data?.find((v) => v.key === 'GREETING')).toMatchObject({ value: 'Hi', is_secret: false });
     expect(set.body.data?.find((v) => v.key === 'API_KEY')).toMatchObject({ value: '', is_secret: true });
     expect(set.text).not.toContain('s3cret');
     // replaced, keeping its secrecy
-    const again = await s.request<EnvVarView[]>('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'API_KEY', value: 'other' }] });
+    const again = await s.request<EnvVar[]>('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'API_KEY', value: 'other' }] });
     expect(again.body.data?.find((v) => v.key === 'API_KEY')).toMatchObject({ is_secret: true });
     expect((await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'bad key', value: 'x' }] })).status).toBe(400);
     expect((await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'A', value: '1' }, { key: 'A', value: '2' }] })).body.error).toBe('The variable "A" is given twice.');
-    const queued = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
+    const queued = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } });
     expect(queued.status, queued.text).toBe(202);
     expect(queued.body.data).toMatchObject({ status: 'queued', source: 'template', image: 'slipway-test/tpl-hello:1.0' });
-    const list = await s.request<{ deployments: DeploymentView[]; total: number }>('GET', `${one}/deployments?page=1&limit=5`, { key: w.member.key });
+    const list = await s.request<{ deployments: Deployment[]; total: number }>('GET', `${one}/deployments?page=1&limit=5`, { key: w.member.key });
     expect(list.body.data?.total).toBe(1);
     expect((await s.request('GET', `${one}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).status).toBe(200);
     // removing a required variable makes the next deploy refused again
-    const removed = await s.request<EnvVarView>('DELETE', `${one}/envs/GREETING`, { key: w.member.key });
+    const removed = await s.request<EnvVar>('DELETE', `${one}/envs/GREETING`, { key: w.member.key });
     expect(removed.status).toBe(200);
     expect((await s.request('DELETE', `${one}/envs/GREETING`, { key: w.member.key })).status).toBe(404);
     expect((await s.request('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'image' } })).status).toBe(400);
     expect((await s.request('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'docker' } })).status).toBe(400);
     // build mode connects the instance to the template's source and queues a build
     await s.request('POST', `${one}/envs`, { key: w.member.key, body: [{ key: 'GREETING', value: 'Hi' }] });
-    const built = await s.request<DeploymentView>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
+    const built = await s.request<Deployment>('POST', `${one}/deploy`, { key: w.member.key, body: { mode: 'build' } });
     expect(built.status, built.text).toBe(202);
     expect(built.body.data).toMatchObject({ status: 'queued', source: 'git', branch: 'main', image: null });
     const git = await s.store.repos.gitConnections.of((await s.store.repos.projects.inWorkspace(w.id, 'needs-env'))?.id ?? '');
@@ -180,7 +180,7 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
 
   it('updates name, port and sizes; refuses what a project refuses', async () => {
     await create({ name: 'resize me', template_name: 'hello-template' });
-    const r = await s.request<TemplateInstanceView>('PUT', `${base()}/resize-me`, { key: w.member.key, body: { name: 'Resized', port: 9090, cpu: '1', ram: '0.5', replicas: 2 } });
+    const r = await s.request<TemplateInstance>('PUT', `${base()}/resize-me`, { key: w.member.key, body: { name: 'Resized', port: 9090, cpu: '1', ram: '0.5', replicas: 2 } });
     expect(r.status, r.text).toBe(200);
     expect(r.body.data).toMatchObject({ name: 'Resized', slug: 'resize-me', port: 9090, cpu: '1', ram: '0.5', replicas: 2 });
     expect((await s.request('PUT', `${base()}/resize-me`, { key: w.member.key, body: { cpu: '99' } })).status).toBe(400);
@@ -191,10 +191,10 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     const r = await create({ name: 'Counter', template_name: 'hello-postgres' });
     expect(r.status, r.text).toBe(201);
     expect(r.body.data?.databases).toEqual(['counter']);
-    const dbs = await s.request<DatabaseView[]>('GET', `/api/workspaces/${w.slug}/databases`, { key: w.member.key });
+    const dbs = await s.request<Database[]>('GET', `/api/workspaces/${w.slug}/databases`, { key: w.member.key });
     const db = dbs.body.data?.find((d) => d.slug === 'counter');
     expect(db).toMatchObject({ name: 'Counter', type: 'postgresql', status: 'provisioning' });
-    const env = await s.request<EnvVarView[]>('GET', `${base()}/counter/envs`, { key: w.member.key });
+    const env = await s.request<EnvVar[]>('GET', `${base()}/counter/envs`, { key: w.member.key });
     expect(env.body.data?.find((v) => v.key === 'DATABASE_URL')).toMatchObject({ value: '${{databases.counter.connection_string}}', is_secret: false });
     const project = await s.store.repos.projects.inWorkspace(w.id, 'counter');
     const resolved = await s.services.envVars.resolvedFor(project?.id ?? '');
@@ -207,10 +207,10 @@ describe.each(STORE_KINDS)('templates API (%s)', (kind) => {
     expect(clash.body.error).toBe('A database with the slug "clash" already exists in this workspace.');
     expect((await s.request('GET', `${base()}/clash`, { key: w.member.key })).status).toBe(404);
 
-    const del = await s.request<TemplateInstanceView>('DELETE', `${base()}/counter`, { key: w.member.key });
+    const del = await s.request<TemplateInstance>('DELETE', `${base()}/counter`, { key: w.member.key });
     expect(del.status).toBe(200);
     expect((await s.request('GET', `${base()}/counter`, { key: w.member.key })).status).toBe(404);
-    const after = await s.request<DatabaseView>('GET', `/api/workspaces/${w.slug}/databases/counter`, { key: w.member.key });
+    const after = await s.request<Database>('GET', `/api/workspaces/${w.slug}/databases/counter`, { key: w.member.key });
     expect(after.body.data?.status).toBe('deleting');
   });
 

@@ -9,7 +9,7 @@ import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, ty
 import type { TestRepo } from '../factories/git-server.js';
 import type { TestServer, TestWorkspace } from '../factories/harness.js';
 import { deployAndSettle } from '../factories/deployments.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 
 describe('routing to containers on their workspace-network address (--upstream-mode network)', () => {
   let s: TestServer;

@@ -5,7 +5,7 @@
 // it is checked raises no alarm. Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeploymentView } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { quietLog } from '../factories/harness.js';
@@ -35,7 +35,7 @@ describe('uptime checks on the engine', () => {
     await receiver.close();
   }, 120_000);
 
-  const deployed = () => deployAndSettle<DeploymentView>(fx.s, fx.w.member.key, api());
+  const deployed = () => deployAndSettle<Deployment>(fx.s, fx.w.member.key, api());
 
   it('goes down when the app stops answering its health path, notifies once, comes back, and raises no alarm during a redeploy', async () => {
     const { s, w, engine } = fx;
@@ -87,11 +87,11 @@ describe('uptime checks on the engine', () => {
       expect(receiver.delivered().map((d) => (d.body as { event: string }).event)).toEqual(['down', 'up']);
 
       // a redeploy while checks go on: the router keeps serving, and nothing is notified
-      const queued = await s.request<DeploymentView>('POST', `${api()}/redeploy`, { key: w.member.key });
+      const queued = await s.request<Deployment>('POST', `${api()}/redeploy`, { key: w.member.key });
       expect(queued.status).toBe(202);
       for (let i = 0; i < 40; i++) {
         await after(2_000);
-        const d = (await s.request<DeploymentView>('GET', `${api()}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
+        const d = (await s.request<Deployment>('GET', `${api()}/deployments/${queued.body.data?.id ?? ''}`, { key: w.member.key })).body.data;
         if (d?.status === 'running') break;
         await new Promise((res) => setTimeout(res, 250));
       }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sign } from '../../src/modules/webhooks/github-protocol.js';
 import { makeProject, makeWorkspace, startTestServer, type Reply, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { STORE_KINDS } from '../factories/stores.js';
-import type { DeploymentView as Deployment } from '../../src/modules/projects/views.js';
+import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 
 /** The GitHub App's webhook secret (--github-webhook-secret). */
 const APP_SECRET = 'whsec-slipway-test-0123456789';

@@ -1,6 +1,6 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { GATEWAYS } from './gateways/gateway.js';
-import { authErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const tags = ['Wallet'];
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -18,8 +18,10 @@ export const Wallet = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Wallet = Static<typeof Wallet>;
 
 export const getWallet = {
+  operationId: 'getWallet',
   tags,
   summary: "The workspace wallet: balance (minor units), currency, alert threshold, what is metered and not yet billed",
   params: SlugParams,
@@ -27,14 +29,15 @@ export const getWallet = {
 };
 
 export const setAlertThreshold = {
+  operationId: 'setWalletAlertThreshold',
   tags,
   summary: 'Set the low-balance alert threshold, in minor units (owner/admin)',
   params: SlugParams,
   body: Type.Object({ threshold: Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 }) }, { additionalProperties: false }),
-  response: { 200: Envelope(Type.Object({ threshold: Type.Integer() }, { additionalProperties: false })), ...authErrors },
+  response: { 200: Envelope(Type.Object({ threshold: Type.Integer() }, { additionalProperties: false })), ...authErrors, ...bodyErrors },
 };
 
-const Transaction = Type.Object(
+export const Transaction = Type.Object(
   {
     id: Type.String(),
     type: StringEnum(['topup', 'usage', 'refund', 'adjustment', 'grant'] as const, {
@@ -47,19 +50,24 @@ const Transaction = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Transaction = Static<typeof Transaction>;
+
+export const TransactionPage = Type.Object({ transactions: Type.Array(Transaction), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false });
+export type TransactionPage = Static<typeof TransactionPage>;
 
 export const listTransactions = {
+  operationId: 'listWalletTransactions',
   tags,
   summary: 'The ledger, newest first: every balance change is one row; usage is one row per hour (owner/admin)',
   params: SlugParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(Type.Object({ transactions: Type.Array(Transaction), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
+    200: Envelope(TransactionPage),
     ...authErrors,
   },
 };
 
-const Payment = Type.Object(
+export const Payment = Type.Object(
   {
     id: Type.String(),
     gateway: Type.String({ description: 'gatewaya or gatewayb' }),
@@ -74,19 +82,24 @@ const Payment = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Payment = Static<typeof Payment>;
+
+export const PaymentPage = Type.Object({ payments: Type.Array(Payment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false });
+export type PaymentPage = Static<typeof PaymentPage>;
 
 export const listPayments = {
+  operationId: 'listWalletPayments',
   tags,
   summary: 'Top-ups, newest first (owner/admin)',
   params: SlugParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(Type.Object({ payments: Type.Array(Payment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }, { additionalProperties: false })),
+    200: Envelope(PaymentPage),
     ...authErrors,
   },
 };
 
-const UsageLine = Type.Object(
+export const UsageLine = Type.Object(
   {
     resource_id: Type.String(),
     resource_kind: Type.String({ description: 'project, template or database' }),
@@ -97,49 +110,52 @@ const UsageLine = Type.Object(
   },
   { additionalProperties: false },
 );
+export type UsageLine = Static<typeof UsageLine>;
+
+export const WalletUsage = Type.Object(
+  {
+    period: Type.String({ description: 'YYYY-MM' }),
+    period_start: Timestamp,
+    period_end: Timestamp,
+    currency: Type.String(),
+    unit_prices: Type.Object({ vcpu_minute: Type.Number(), gib_minute: Type.Number(), database_gib_minute: Type.Number() }, { additionalProperties: false, description: 'Minor units per minute.' }),
+    resources: Type.Array(UsageLine),
+    total: Type.Number({ description: 'Minor units.' }),
+    projected_total: Type.Number({ description: 'total plus what runs now, at its current rate, until period_end.' }),
+  },
+  { additionalProperties: false },
+);
+export type WalletUsage = Static<typeof WalletUsage>;
 
 export const getUsage = {
+  operationId: 'getWalletUsage',
   tags,
   summary: 'Usage of the current calendar month (UTC) by resource, unit prices, total and the projection to the end of the month',
   params: SlugParams,
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          period: Type.String({ description: 'YYYY-MM' }),
-          period_start: Timestamp,
-          period_end: Timestamp,
-          currency: Type.String(),
-          unit_prices: Type.Object({ vcpu_minute: Type.Number(), gib_minute: Type.Number(), database_gib_minute: Type.Number() }, { additionalProperties: false, description: 'Minor units per minute.' }),
-          resources: Type.Array(UsageLine),
-          total: Type.Number({ description: 'Minor units.' }),
-          projected_total: Type.Number({ description: 'total plus what runs now, at its current rate, until period_end.' }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(WalletUsage),
     ...authErrors,
   },
 };
 
-const Topup = Envelope(
-  Type.Object(
-    {
-      payment_id: Type.String(),
-      status: StringEnum(['pending', 'succeeded', 'failed'] as const),
-      checkout_url: Nullable(Type.String({ description: 'Where the payer completes the payment; null for the sandbox, which confirms at once.' })),
-      amount: Type.Number({ description: 'As given.' }),
-      currency: Type.String(),
-      gateway: StringEnum(GATEWAYS),
-      provider: Type.String(),
-    },
-    { additionalProperties: false },
-  ),
+export const Topup = Type.Object(
+  {
+    payment_id: Type.String(),
+    status: StringEnum(['pending', 'succeeded', 'failed'] as const),
+    checkout_url: Nullable(Type.String({ description: 'Where the payer completes the payment; null for the sandbox, which confirms at once.' })),
+    amount: Type.Number({ description: 'As given.' }),
+    currency: Type.String(),
+    gateway: StringEnum(GATEWAYS),
+    provider: Type.String(),
+  },
+  { additionalProperties: false },
 );
+export type Topup = Static<typeof Topup>;
 
 const currency = Type.Optional(Type.String({ minLength: 1, maxLength: 8, description: 'ISO 4217; must be the wallet\'s currency (the default).' }));
 
 export const topupA = {
+  operationId: 'topUpWalletGatewayA',
   tags,
   summary: 'Top up through gatewaya (Stripe Checkout): amount in MAJOR units, 10 = 10.00 USD (owner/admin)',
   description:
@@ -147,10 +163,11 @@ export const topupA = {
     'Without Stripe keys the path is off (503 naming the settings), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive number of major units, like 10 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
+  response: { 200: Envelope(Topup), 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const topupB = {
+  operationId: 'topUpWalletGatewayB',
   tags,
   summary: 'Top up through gatewayb (Paystack): amount in MINOR units, 1000 = 10.00 USD (owner/admin)',
   description:
@@ -158,10 +175,11 @@ export const topupB = {
     'Without a Paystack key the path is off (503 naming the setting), unless the operator turned on the sandbox (`--payments sandbox`), which credits at once without payment.',
   params: SlugParams,
   body: Type.Object({ amount: Type.Number({ exclusiveMinimum: 0, 'x-error': 'must be a positive whole number of minor units, like 1000 (= 10.00)' }), currency }, { additionalProperties: false }),
-  response: { 200: Topup, 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors },
+  response: { 200: Envelope(Topup), 502: ErrorEnvelope, 503: ErrorEnvelope, ...authErrors, ...bodyErrors },
 };
 
 export const paymentWebhook = {
+  operationId: 'receivePaymentWebhook',
   tags: ['Webhooks'],
   summary: 'A payment gateway\'s signed webhook: confirms a top-up (no API key)',
   description:

@@ -2,83 +2,12 @@ import { iso } from '../../domain/clock.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
 import type { Deps } from '../deps.js';
-import type { LedgerRow, PaymentRow, Usage, Wallet } from '../../store/repositories/index.js';
+import type { PaymentRow, Usage, Wallet as WalletRow } from '../../store/repositories/index.js';
 import type { Access } from '../tenancy/context.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
 import { billingPolicy } from './policy.js';
-
-export interface WalletView {
-  /** minor units, rounded down: what the ledger sums to */
-  balance: number;
-  currency: string;
-  alert_threshold: number;
-  /** metered this hour and not yet in the ledger, minor units (exact) */
-  unbilled: number;
-  /** balance − unbilled, rounded down: what paid work is checked against */
-  available: number;
-  /** active; grace: empty, work goes on until suspends_at; suspended: work was stopped until a top-up */
-  state: 'active' | 'grace' | 'suspended';
-  suspends_at: string | null;
-}
-
-export interface TransactionView {
-  id: string;
-  type: LedgerRow['type'];
-  /** minor units, signed, exact (up to four decimals for usage) */
-  amount: number;
-  balance_after: number;
-  description: string;
-  created_at: string;
-}
-
-export interface PaymentView {
-  id: string;
-  gateway: string;
-  provider: string;
-  status: PaymentRow['status'];
-  /** minor units */
-  amount: number;
-  currency: string;
-  checkout_url: string | null;
-  failure_reason: string | null;
-  created_at: string;
-  completed_at: string | null;
-}
-
-export interface TopupView {
-  payment_id: string;
-  status: PaymentRow['status'];
-  checkout_url: string | null;
-  /** as the request gave it: major units for gatewaya, minor units for gatewayb */
-  amount: number;
-  currency: string;
-  gateway: GatewayName;
-  provider: string;
-}
-
-export interface UsageLine {
-  resource_id: string;
-  resource_kind: string;
-  name: string;
-  minutes: number;
-  quantities: { vcpu_minutes: number; gib_minutes: number; database_gib_minutes: number };
-  /** minor units, exact */
-  cost: number;
-}
-
-export interface UsageView {
-  period: string;
-  period_start: string;
-  period_end: string;
-  currency: string;
-  /** per minute, in minor units (exact) */
-  unit_prices: { vcpu_minute: number; gib_minute: number; database_gib_minute: number };
-  resources: UsageLine[];
-  total: number;
-  /** total plus what what runs now costs until period_end, minor units */
-  projected_total: number;
-}
+import type { Payment, PaymentPage, Topup, TransactionPage, UsageLine, Wallet, WalletUsage } from './wallet.schema.js';
 
 /** What a webhook delivery did: the route answers 200 for all of them (a gateway retries anything else). */
 export type WebhookOutcome = 'credited' | 'failed' | 'ignored' | 'duplicate' | 'mismatch' | 'unknown' | 'settled';
@@ -111,7 +40,7 @@ export class WalletService {
     );
   }
 
-  async get(access: Access): Promise<WalletView> {
+  async get(access: Access): Promise<Wallet> {
     return this.view(await this.wallet(access.workspace.id));
   }
 
@@ -133,7 +62,7 @@ export class WalletService {
     }
   }
 
-  async transactions(access: Access, page: number, limit: number): Promise<{ transactions: TransactionView[]; total: number; page: number; limit: number }> {
+  async transactions(access: Access, page: number, limit: number): Promise<TransactionPage> {
     const wallet = await this.wallet(access.workspace.id);
     const { rows, total } = await this.deps.store.repos.wallets.ledger(access.workspace.id, limit, (page - 1) * limit);
     const c = wallet.currency;
@@ -145,13 +74,13 @@ export class WalletService {
     };
   }
 
-  async payments(access: Access, page: number, limit: number): Promise<{ payments: PaymentView[]; total: number; page: number; limit: number }> {
+  async payments(access: Access, page: number, limit: number): Promise<PaymentPage> {
     const { rows, total } = await this.deps.store.repos.payments.page(access.workspace.id, limit, (page - 1) * limit);
     return { payments: rows.map(paymentView), total, page, limit };
   }
 
   /** The current calendar month (UTC): usage per resource, prices, total and the projection to its end. */
-  async usage(access: Access): Promise<UsageView> {
+  async usage(access: Access): Promise<WalletUsage> {
     const wallet = await this.wallet(access.workspace.id);
     const c = wallet.currency;
     const now = this.deps.clock.now();
@@ -184,7 +113,7 @@ export class WalletService {
    * `amount` is in major units for gatewaya, in minor units for gatewayb, with no more decimals
    * than that (checked exactly).
    */
-  async topup(access: Access, gatewayName: GatewayName, input: { amount: number; currency?: string | undefined }): Promise<TopupView> {
+  async topup(access: Access, gatewayName: GatewayName, input: { amount: number; currency?: string | undefined }): Promise<Topup> {
     // Off (no keys, no sandbox): refused before anything is checked or written.
     const gateway = this.gateway(gatewayName);
     const wallet = await this.wallet(access.workspace.id);
@@ -314,13 +243,13 @@ export class WalletService {
     return Number(q) / Number(Q_PER_MICRO);
   }
 
-  private async wallet(workspaceId: string): Promise<Wallet> {
+  private async wallet(workspaceId: string): Promise<WalletRow> {
     const wallet = await this.deps.store.repos.wallets.get(workspaceId);
     if (wallet === undefined) throw new Error(`workspace ${workspaceId} has no wallet`);
     return wallet;
   }
 
-  private async view(wallet: Wallet): Promise<WalletView> {
+  private async view(wallet: WalletRow): Promise<Wallet> {
     const c = wallet.currency;
     const unbilled = await this.deps.store.repos.billing.unbilled(wallet.workspace_id);
     const graceMs = billingPolicy(this.deps.platform).graceMs;
@@ -350,7 +279,7 @@ function usageLine(u: Usage, currency: string): UsageLine {
   };
 }
 
-function paymentView(p: PaymentRow): PaymentView {
+function paymentView(p: PaymentRow): Payment {
   return {
     id: p.id,
     gateway: p.gateway,

@@ -1,6 +1,6 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { DATABASE_PROVISIONERS, DATABASE_STATUSES, DATABASE_TYPES } from '../../domain/database.js';
-import { authErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -31,6 +31,7 @@ const fields = {
 };
 
 export const Database = Type.Object(fields, { additionalProperties: false });
+export type Database = Static<typeof Database>;
 
 export const DatabaseDetail = Type.Object(
   {
@@ -56,11 +57,13 @@ export const DatabaseDetail = Type.Object(
   },
   { additionalProperties: false },
 );
+export type DatabaseDetail = Static<typeof DatabaseDetail>;
 
 const DatabaseParams = Type.Object({ slug: Type.String(), db_slug: Type.String() });
 const tags = ['Databases'];
 
 export const createDatabase = {
+  operationId: 'createDatabase',
   tags,
   summary: 'Create a managed database; its server is provisioned in the background (202, status `provisioning`)',
   params: SlugParams,
@@ -71,10 +74,11 @@ export const createDatabase = {
     },
     { additionalProperties: false },
   ),
-  response: { 202: Envelope(Database), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+  response: { 202: Envelope(Database), ...authErrors, ...bodyErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const listDatabases = {
+  operationId: 'listDatabases',
   tags,
   summary: 'List the databases of a workspace (passwords masked)',
   params: SlugParams,
@@ -82,6 +86,7 @@ export const listDatabases = {
 };
 
 export const getDatabase = {
+  operationId: 'getDatabase',
   tags,
   summary: 'Get one database (password masked) with its events',
   params: DatabaseParams,
@@ -89,6 +94,7 @@ export const getDatabase = {
 };
 
 export const deleteDatabase = {
+  operationId: 'deleteDatabase',
   tags,
   summary: 'Delete a database: its server and its data are removed in the background (202, status `deleting`)',
   params: DatabaseParams,

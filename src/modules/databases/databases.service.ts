@@ -24,52 +24,7 @@ import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
 import { instanceId } from '../../store/db.js';
-
-export interface DatabaseEventView {
-  at: string;
-  message: string;
-}
-
-export interface DatabaseView {
-  id: string;
-  name: string;
-  slug: string;
-  type: DatabaseType;
-  status: DatabaseStatus;
-  error: string | null;
-  provisioner: DatabaseProvisioner;
-  image: string | null;
-  host: string;
-  port: number;
-  external_host: string | null;
-  external_port: number | null;
-  username: string;
-  password: string;
-  database_name: string;
-  connection_string: string;
-  external_connection_string: string | null;
-  /** Redis on a shared server: every key (and channel) of this database starts with it; null otherwise */
-  key_prefix: string | null;
-  memory_mb: number;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface DatabaseHealthView {
-  status: string;
-  restarts: number;
-  started_at: string | null;
-  cpu_millicores: number;
-  memory_bytes: number;
-  memory_limit_bytes: number | null;
-  volume_bytes: number | null;
-}
-
-export interface DatabaseDetailView extends DatabaseView {
-  /** its server as the engine sees it; null without an engine or before its container exists */
-  health: DatabaseHealthView | null;
-  events: DatabaseEventView[];
-}
+import type { Database, DatabaseDetail } from './databases.schema.js';
 
 /** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
 export interface DatabaseWork {
@@ -99,7 +54,7 @@ export class DatabaseService {
     this.work = work ?? idle;
   }
 
-  async create(access: Access, input: { name: string; type: string }): Promise<DatabaseView> {
+  async create(access: Access, input: { name: string; type: string }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
     await this.wallets.requireFunds(access.workspace.id);
     try {
@@ -234,12 +189,12 @@ export class DatabaseService {
     }
   }
 
-  async list(access: Access): Promise<DatabaseView[]> {
+  async list(access: Access): Promise<Database[]> {
     const rows = await this.deps.store.repos.databases.inWorkspace(access.workspace.id);
     return rows.map((r) => databaseView(r, null));
   }
 
-  async get(access: Access, slug: string): Promise<DatabaseDetailView> {
+  async get(access: Access, slug: string): Promise<DatabaseDetail> {
     const row = await this.resolve(access, slug);
     const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
     return {
@@ -261,7 +216,7 @@ export class DatabaseService {
   }
 
   /** Marks it `deleting`: the leader removes its server (container and volume), then the record. */
-  async delete(access: Access, slug: string): Promise<DatabaseView> {
+  async delete(access: Access, slug: string): Promise<Database> {
     const row = await this.resolve(access, slug);
     if (row.status !== 'deleting') {
       const now = iso(this.deps.clock.now());
@@ -297,7 +252,7 @@ export const databaseHost = (slug: string): string => `${slug}.db`;
 const databaseName = (_type: DatabaseType, slug: string): string => slug;
 
 /** The record as the API shows it: the password (and the connection strings) in full only when `password` is given. */
-export function databaseView(row: DatabaseRow, password: string | null): DatabaseView {
+export function databaseView(row: DatabaseRow, password: string | null): Database {
   const type = row.type as DatabaseType;
   const shown = password ?? MASKED_PASSWORD;
   const address = { type, username: row.username, password: shown, databaseName: row.database_name };

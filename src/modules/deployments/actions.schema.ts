@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../http/schemas.js';
 import { Project } from '../projects/projects.schema.js';
 import { Deployment } from './deployments.schema.js';
 
@@ -8,6 +8,7 @@ const DeploymentParams = Type.Object({ slug: Type.String(), project_slug: Type.S
 const paid = { 402: ErrorEnvelope, 409: ErrorEnvelope };
 
 export const deploy = {
+  operationId: 'deployProject',
   tags,
   summary: 'Build the connected branch (or a given commit) and deploy it; answers 202 with the queued deployment',
   params: ProjectParams,
@@ -18,10 +19,11 @@ export const deploy = {
     },
     { additionalProperties: false },
   ),
-  response: { 202: Envelope(Deployment), ...authErrors, ...paid },
+  response: { 202: Envelope(Deployment), ...authErrors, ...bodyErrors, ...paid },
 };
 
 export const redeploy = {
+  operationId: 'redeployProject',
   tags,
   summary: 'Deploy the current image again, without a build; 202 with the queued deployment',
   params: ProjectParams,
@@ -29,6 +31,7 @@ export const redeploy = {
 };
 
 export const rollback = {
+  operationId: 'rollbackProject',
   tags,
   summary: "Deploy this deployment's image again as a new `rollback` deployment; 202",
   params: DeploymentParams,
@@ -36,6 +39,7 @@ export const rollback = {
 };
 
 export const stop = {
+  operationId: 'stopDeployment',
   tags,
   summary: 'Stop a running deployment: its containers stop and the project is `stopped`',
   params: DeploymentParams,
@@ -43,6 +47,7 @@ export const stop = {
 };
 
 export const restart = {
+  operationId: 'restartProject',
   tags: ['Projects'],
   summary: "Restart the project's containers one at a time; 202 with the project",
   params: ProjectParams,

@@ -6,7 +6,7 @@ import type { Services } from '../../app/services.js';
 import { accessOf } from '../../http/auth.js';
 import { serveStream } from '../../http/stream.js';
 import { BUILD_LOG_START } from './build-log.js';
-import { authErrors } from '../../http/schemas.js';
+import { authErrors, WEBSOCKET_OPENS } from '../../http/schemas.js';
 import { SCOPES } from '../projects/scopes.js';
 
 /** How often a follower on this replica looks at the store for lines written elsewhere. */
@@ -21,11 +21,12 @@ export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> =
       url: `${scope.prefix}/deployments/:id/logs`,
       config: { action: 'workspace.read', stream: true },
       schema: {
+        operationId: scope.param === 'project_slug' ? 'streamProjectBuildLog' : 'streamTemplateBuildLog',
         tags: ['Deployments'],
         summary:
           'WebSocket: the build log of a deployment, replayed from the first line and followed while it is in progress, then `[END]`; refusals arrive as one `[ERROR] <sentence>` frame',
         params: Type.Object({ slug: Type.String(), [scope.param]: Type.String(), id: Type.String() }),
-        response: { ...authErrors },
+        response: { 101: WEBSOCKET_OPENS, ...authErrors },
       },
       // A plain HTTP GET: refuse like any route would (the deployment must exist), or point at the handshake.
       handler: async (req) => {

@@ -4,7 +4,8 @@ import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
-import { deploymentView, type DeploymentView } from '../projects/views.js';
+import type { Deployment } from './deployments.schema.js';
+import { deploymentView } from './deployments.service.js';
 import type { DeploymentRow } from '../../store/schema.js';
 import type { Engine } from '../../domain/ports.js';
 import type { Access } from '../tenancy/context.js';
@@ -74,7 +75,7 @@ export class DeployService {
     private readonly engine: Engine,
   ) {}
 
-  async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<DeploymentView> {
+  async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const git = await this.deps.store.repos.gitConnections.of(project.id);
     if (git === undefined) throw invalid('Connect a Git repository to the project (POST …/git) before deploying it.');
@@ -84,7 +85,7 @@ export class DeployService {
   }
 
   /** A template instance's catalog image, without a build (pulled by the engine when it is not there). */
-  async deployImage(access: Access, projectSlug: ProjectRef, image: string): Promise<DeploymentView> {
+  async deployImage(access: Access, projectSlug: ProjectRef, image: string): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
@@ -92,7 +93,7 @@ export class DeployService {
   }
 
   /** Stops what the project serves now (a template instance's `POST …/stop`); 409 when nothing runs. */
-  async stopServing(access: Access, projectSlug: ProjectRef): Promise<DeploymentView> {
+  async stopServing(access: Access, projectSlug: ProjectRef): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current?.status !== 'running') throw conflict('Nothing of it is running: there is nothing to stop.');
@@ -100,7 +101,7 @@ export class DeployService {
   }
 
   /** The current image again, without a build. */
-  async redeploy(access: Access, projectSlug: ProjectRef): Promise<DeploymentView> {
+  async redeploy(access: Access, projectSlug: ProjectRef): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const current = await this.deps.store.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
@@ -126,7 +127,7 @@ export class DeployService {
   }
 
   /** A new deployment of an earlier deployment's image. */
-  async rollback(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
+  async rollback(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.image === null) {
@@ -137,7 +138,7 @@ export class DeployService {
     return this.enqueue({ projectId: project.id, source: 'rollback', image: target.image, branch: target.branch, commitSha: target.commit_sha, commitMessage: target.commit_message });
   }
 
-  async stop(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
+  async stop(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.status !== 'running') throw conflict(`Only a running deployment can be stopped; this one is ${target.status}.`);
@@ -331,12 +332,12 @@ export class DeployService {
     await holdMemoryRoom(this.deps, this.deps.store.repos, project.id, projectReservationMb(project));
   }
 
-  private async enqueue(input: EnqueueInput): Promise<DeploymentView> {
+  private async enqueue(input: EnqueueInput): Promise<Deployment> {
     return this.started(await this.queue.enqueue(input));
   }
 
   /** A deployment just queued: its project's status follows, and the engine looks at the queue. */
-  private async started(row: DeploymentRow): Promise<DeploymentView> {
+  private async started(row: DeploymentRow): Promise<Deployment> {
     await refreshProjectStatus(this.deps.store.repos, row.project_id, iso(this.deps.clock.now()));
     this.engine.wake();
     return deploymentView(row);

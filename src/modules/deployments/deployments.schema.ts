@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../domain/deployment.js';
 import { authErrors, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
@@ -21,26 +21,30 @@ export const Deployment = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Deployment = Static<typeof Deployment>;
+
+export const DeploymentPage = Type.Object(
+  { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
+  { additionalProperties: false },
+);
+export type DeploymentPage = Static<typeof DeploymentPage>;
 
 const tags = ['Deployments'];
 
 export const listDeployments = {
+  operationId: 'listDeployments',
   tags,
   summary: 'List deployments, newest first',
   params: ProjectParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(
-      Type.Object(
-        { deployments: Type.Array(Deployment), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(DeploymentPage),
     ...authErrors,
   },
 };
 
 export const getDeployment = {
+  operationId: 'getDeployment',
   tags,
   summary: 'Get a deployment',
   params: Type.Object({ slug: Type.String(), project_slug: Type.String(), id: Type.String() }),

@@ -1,15 +1,25 @@
 import { notFound } from '../../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import { deploymentView, type DeploymentView } from '../projects/views.js';
+import type { DeploymentRow } from '../../store/schema.js';
+import type { Deployment, DeploymentPage } from './deployments.schema.js';
 import type { Access } from '../tenancy/context.js';
 
-export interface DeploymentPage {
-  deployments: DeploymentView[];
-  total: number;
-  page: number;
-  limit: number;
-}
+/** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
+export const deploymentView = (row: DeploymentRow): Deployment => ({
+  id: row.id,
+  project_id: row.project_id,
+  status: row.status,
+  source: row.source,
+  image: row.image,
+  branch: row.branch,
+  commit_sha: row.commit_sha,
+  commit_message: row.commit_message,
+  error: row.error,
+  created_at: row.created_at,
+  started_at: row.started_at,
+  finished_at: row.finished_at,
+});
 
 /** Reading deployments; creating them (deploy, redeploy, rollback) is the orchestrator's. */
 export class DeploymentService {
@@ -23,7 +33,7 @@ export class DeploymentService {
     return { deployments: rows.map(deploymentView), total, page, limit };
   }
 
-  async get(access: Access, projectSlug: ProjectRef, id: string): Promise<DeploymentView> {
+  async get(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.deployments.find(project.id, id);

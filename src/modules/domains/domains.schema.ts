@@ -1,5 +1,5 @@
-import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
 
 export const Domain = Type.Object(
   {
@@ -29,11 +29,13 @@ export const Domain = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Domain = Static<typeof Domain>;
 
 const DomainParams = Type.Object({ slug: Type.String(), project_slug: Type.String(), domain_id: Type.String() });
 const tags = ['Domains'];
 
 export const listDomains = {
+  operationId: 'listDomains',
   tags,
   summary: 'List the custom domains of a project',
   params: ProjectParams,
@@ -41,6 +43,7 @@ export const listDomains = {
 };
 
 export const addDomain = {
+  operationId: 'addDomain',
   tags,
   summary: 'Add a custom domain to a project; it is routed once verified, and a verified name is unique across the platform',
   params: ProjectParams,
@@ -57,10 +60,11 @@ export const addDomain = {
     },
     { additionalProperties: false },
   ),
-  response: { 201: Envelope(Domain), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(Domain), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const verifyDomain = {
+  operationId: 'verifyDomain',
   tags,
   summary: 'Check the DNS proof of a pending custom domain now; answers the domain, verified or still pending',
   params: DomainParams,
@@ -68,6 +72,7 @@ export const verifyDomain = {
 };
 
 export const removeDomain = {
+  operationId: 'removeDomain',
   tags,
   summary: 'Remove a custom domain from a project',
   params: DomainParams,

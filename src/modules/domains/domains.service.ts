@@ -8,19 +8,10 @@ import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DomainsTable } from '../../store/schema.js';
 import type { Access } from '../tenancy/context.js';
+import type { Domain } from './domains.schema.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 
-export interface DomainView {
-  id: string;
-  domain: string;
-  verified: boolean;
-  /** while unverified: the DNS record that proves ownership; null once verified */
-  verification: { type: 'TXT'; name: string; value: string } | null;
-  verified_at: string | null;
-  created_at: string;
-}
-
-const domainView = (row: DomainsTable): DomainView => ({
+const domainView = (row: DomainsTable): Domain => ({
   id: row.id,
   domain: row.domain,
   verified: row.verified === 1,
@@ -116,7 +107,7 @@ export class DomainService {
     this.proof = new OwnershipProof(this.policy);
   }
 
-  async list(access: Access, projectSlug: ProjectRef): Promise<DomainView[]> {
+  async list(access: Access, projectSlug: ProjectRef): Promise<Domain[]> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return (await this.deps.store.repos.domains.list(project.id)).map(domainView);
   }
@@ -128,7 +119,7 @@ export class DomainService {
    * nor the project holding the name, which may be someone else's. With verification on, the
    * proof is tried at once; the route follows only a verified name.
    */
-  async add(access: Access, projectSlug: ProjectRef, input: { domain: string }): Promise<DomainView> {
+  async add(access: Access, projectSlug: ProjectRef, input: { domain: string }): Promise<Domain> {
     const domain = parseHostName(input.domain, this.deps.platform.appsDomain);
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const trusted = this.policy.verification === 'off';
@@ -168,7 +159,7 @@ export class DomainService {
    * Asks DNS again for one pending domain (after its TXT record was published). Answers the
    * record, verified or still pending; 409 when another project proved the name first.
    */
-  async verify(access: Access, projectSlug: ProjectRef, domainId: string): Promise<DomainView> {
+  async verify(access: Access, projectSlug: ProjectRef, domainId: string): Promise<Domain> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.find(project.id, domainId);
@@ -184,7 +175,7 @@ export class DomainService {
   }
 
   /** One statement, so that of two concurrent removals only one answers the domain. */
-  async remove(access: Access, projectSlug: ProjectRef, domainId: string): Promise<DomainView> {
+  async remove(access: Access, projectSlug: ProjectRef, domainId: string): Promise<Domain> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.remove(project.id, domainId);

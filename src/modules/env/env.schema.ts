@@ -1,6 +1,6 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { ENV_KEY_PATTERN, MAX_BULK_VARIABLES, MAX_ENV_KEY_LENGTH, MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env.service.js';
-import { authErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams, Timestamp } from '../../http/schemas.js';
 
 const KEY_RULE = `a letter or underscore, then letters, digits and underscores, at most ${MAX_ENV_KEY_LENGTH} characters`;
 
@@ -29,6 +29,7 @@ export const EnvVar = Type.Object(
   },
   { additionalProperties: false },
 );
+export type EnvVar = Static<typeof EnvVar>;
 
 export const BulkCounts = Type.Object(
   {
@@ -38,11 +39,13 @@ export const BulkCounts = Type.Object(
   },
   { additionalProperties: false },
 );
+export type BulkCounts = Static<typeof BulkCounts>;
 
 const EnvParams = Type.Object({ slug: Type.String(), project_slug: Type.String(), env_id: Type.String() });
 const tags = ['Environment variables'];
 
 export const listEnv = {
+  operationId: 'listEnvVars',
   tags,
   summary: 'List the environment variables of a project, by key; secret values come back as ""',
   params: ProjectParams,
@@ -50,6 +53,7 @@ export const listEnv = {
 };
 
 export const createEnv = {
+  operationId: 'createEnvVar',
   tags,
   summary: 'Add an environment variable; a secret value is sealed at rest and never returned',
   params: ProjectParams,
@@ -57,10 +61,11 @@ export const createEnv = {
     { key: EnvKey, value: EnvValue, is_secret: Type.Optional(Type.Boolean({ default: false })) },
     { additionalProperties: false },
   ),
-  response: { 201: Envelope(EnvVar), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(EnvVar), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const updateEnv = {
+  operationId: 'updateEnvVar',
   tags,
   summary: 'Change the value and/or the secrecy of a variable; making a secret plain needs a new value',
   params: EnvParams,
@@ -68,10 +73,11 @@ export const updateEnv = {
     { value: Type.Optional(EnvValue), is_secret: Type.Optional(Type.Boolean()) },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(EnvVar), ...authErrors },
+  response: { 200: Envelope(EnvVar), ...authErrors, ...bodyErrors },
 };
 
 export const deleteEnv = {
+  operationId: 'deleteEnvVar',
   tags,
   summary: 'Remove a variable; answers it as it was (value "" if secret)',
   params: EnvParams,
@@ -79,6 +85,7 @@ export const deleteEnv = {
 };
 
 export const bulkEnv = {
+  operationId: 'setEnvVarsInBulk',
   tags,
   summary: 'Set many variables in one transaction; merge: false also deletes every variable not named',
   params: ProjectParams,
@@ -98,5 +105,5 @@ export const bulkEnv = {
     },
     { additionalProperties: false },
   ),
-  response: { 200: Envelope(BulkCounts), ...authErrors },
+  response: { 200: Envelope(BulkCounts), ...authErrors, ...bodyErrors },
 };

@@ -9,6 +9,7 @@ import type { DatabaseRow, Repositories } from '../../store/repositories/index.j
 import type { EnvVarsTable } from '../../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
+import type { BulkCounts, EnvVar } from './env.schema.js';
 
 /**
  * A project's variables cannot go into a container as they are stored: a deployment fails with
@@ -38,25 +39,9 @@ export const MAX_ENV_KEY_LENGTH = 256;
 export { MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env-rules.js';
 export const MAX_BULK_VARIABLES = 1000;
 
-export interface EnvVarView {
-  id: string;
-  key: string;
-  /** "" for a secret: its value is never returned */
-  value: string;
-  is_secret: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface BulkCounts {
-  created: number;
-  updated: number;
-  deleted: number;
-}
-
 type EnvRow = EnvVarsTable;
 
-const envView = (row: EnvRow): EnvVarView => ({
+const envView = (row: EnvRow): EnvVar => ({
   id: row.id,
   key: row.key,
   value: row.is_secret === 1 ? '' : row.value,
@@ -90,7 +75,7 @@ function checkTotal(vars: Iterable<readonly [string, string]>): void {
 export class EnvService {
   constructor(private readonly deps: Deps) {}
 
-  async list(access: Access, projectSlug: ProjectRef): Promise<EnvVarView[]> {
+  async list(access: Access, projectSlug: ProjectRef): Promise<EnvVar[]> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return (await this.rowsOf(this.deps.store.repos, project.id)).map(envView);
   }
@@ -99,7 +84,7 @@ export class EnvService {
     access: Access,
     projectSlug: ProjectRef,
     input: { key: string; value: string; is_secret?: boolean | undefined },
-  ): Promise<EnvVarView> {
+  ): Promise<EnvVar> {
     checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
     try {
       return await this.write(access, projectSlug, async (tx, project) => {
@@ -135,7 +120,7 @@ export class EnvService {
     projectSlug: ProjectRef,
     envId: string,
     input: { value?: string | undefined; is_secret?: boolean | undefined },
-  ): Promise<EnvVarView> {
+  ): Promise<EnvVar> {
     return this.write(access, projectSlug, async (tx, project) => {
       const row = await this.find(tx, project.id, envId);
       if (input.value !== undefined) checkValue('"value"', `"value" of the variable "${row.key}"`, input.value);
@@ -164,7 +149,7 @@ export class EnvService {
     });
   }
 
-  async remove(access: Access, projectSlug: ProjectRef, envId: string): Promise<EnvVarView> {
+  async remove(access: Access, projectSlug: ProjectRef, envId: string): Promise<EnvVar> {
     return this.write(access, projectSlug, async (tx, project) => {
       const row = await this.find(tx, project.id, envId);
       await tx.env.delete(row.id);
@@ -177,7 +162,7 @@ export class EnvService {
    * value replaced; an existing variable keeps its secrecy unless `is_secret` says otherwise), in
    * one transaction; answers every variable of the instance.
    */
-  async setMany(access: Access, projectSlug: ProjectRef, items: readonly { key: string; value: string; is_secret?: boolean | undefined }[]): Promise<EnvVarView[]> {
+  async setMany(access: Access, projectSlug: ProjectRef, items: readonly { key: string; value: string; is_secret?: boolean | undefined }[]): Promise<EnvVar[]> {
     const keys = new Set<string>();
     for (const [i, item] of items.entries()) {
       checkValue(`"${i.toString()}.value"`, `"value" of the variable "${item.key}"`, item.value);
@@ -213,7 +198,7 @@ export class EnvService {
   }
 
   /** Removes the variable named `key` (a template instance's `DELETE …/envs/:key`). */
-  async removeKey(access: Access, projectSlug: ProjectRef, key: string): Promise<EnvVarView> {
+  async removeKey(access: Access, projectSlug: ProjectRef, key: string): Promise<EnvVar> {
     return this.write(access, projectSlug, async (tx, project) => {
       const row = (await this.rowsOf(tx, project.id)).find((r) => r.key === key);
       if (row === undefined) throw notFound('Variable');

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { authErrors, Envelope, ErrorEnvelope, SlugParams, Timestamp } from '../../http/schemas.js';
 
 const tags = ['GitHub'];
@@ -17,8 +17,25 @@ export const Installation = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Installation = Static<typeof Installation>;
+
+/** Where the admin's browser goes: the app's installation page, carrying a fresh single-use state. */
+export const LinkStart = Type.Object(
+  {
+    install_url: Type.String({ description: '`<app html_url>/installations/new?state=<state>`' }),
+    state: Type.String(),
+    expires_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+export type LinkStart = Static<typeof LinkStart>;
+
+/** An installation just linked by the setup URL, with the workspace it was linked to. */
+export const LinkedInstallation = Type.Object({ workspace: Type.String(), ...Installation.properties }, { additionalProperties: false });
+export type LinkedInstallation = Static<typeof LinkedInstallation>;
 
 export const startLink = {
+  operationId: 'startGitHubLink',
   tags,
   summary: 'Start linking a GitHub App installation to the workspace (owner/admin)',
   description:
@@ -27,22 +44,14 @@ export const startLink = {
     'once GitHub confirms that the signed-in user can access it.',
   params: SlugParams,
   response: {
-    201: Envelope(
-      Type.Object(
-        {
-          install_url: Type.String({ description: '`<app html_url>/installations/new?state=<state>`' }),
-          state: Type.String(),
-          expires_at: Timestamp,
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    201: Envelope(LinkStart),
     ...authErrors,
     503: ErrorEnvelope,
   },
 };
 
 export const setup = {
+  operationId: 'completeGitHubSetup',
   tags,
   summary: "The GitHub App's setup URL: links the installation named by GitHub's redirect (no API key)",
   description:
@@ -58,7 +67,7 @@ export const setup = {
     code: Type.Optional(Type.String({ maxLength: 512 })),
   }),
   response: {
-    201: Envelope(Type.Object({ workspace: Type.String(), ...Installation.properties }, { additionalProperties: false })),
+    201: Envelope(LinkedInstallation),
     400: ErrorEnvelope,
     403: ErrorEnvelope,
     404: ErrorEnvelope,
@@ -68,6 +77,7 @@ export const setup = {
 };
 
 export const listInstallations = {
+  operationId: 'listGitHubInstallations',
   tags,
   summary: 'List the GitHub App installations linked to the workspace',
   params: SlugParams,
@@ -75,6 +85,7 @@ export const listInstallations = {
 };
 
 export const unlinkInstallation = {
+  operationId: 'unlinkGitHubInstallation',
   tags,
   summary: 'Unlink a GitHub App installation (owner/admin): later builds that name it fail without cloning',
   params: Type.Object({ slug: Type.String(), installation_id: InstallationIdString }),

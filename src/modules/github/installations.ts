@@ -17,25 +17,13 @@ import type { Repositories } from '../../store/repositories/index.js';
 import type { GitHubInstallationsTable } from '../../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import type { GitHubOAuth } from './oauth.js';
+import type { Installation, LinkedInstallation, LinkStart } from './github.schema.js';
 
 /** What `serve` builds from the `--github-app-*` settings. */
 export interface GitHubIntegration {
   app: GitHubApp;
   /** the app's OAuth client (client id and secret); null: installations cannot be linked */
   oauth: GitHubOAuth | null;
-}
-
-export interface LinkStart {
-  /** where the admin's browser goes: the app's installation page, carrying the state */
-  install_url: string;
-  state: string;
-  expires_at: string;
-}
-
-export interface InstallationView {
-  installation_id: number;
-  account_login: string;
-  linked_at: string;
 }
 
 export interface SetupQuery {
@@ -64,7 +52,7 @@ interface StatePayload {
   e: number;
 }
 
-const view = (row: GitHubInstallationsTable): InstallationView => ({
+const view = (row: GitHubInstallationsTable): Installation => ({
   installation_id: toNumber(row.installation_id),
   account_login: row.account_login,
   linked_at: row.created_at,
@@ -95,7 +83,7 @@ export class GitHubInstallationService {
    * to the state's workspace once the state is good and unused, the admin who asked still is
    * one, and GitHub says the user of `code` may access the installation.
    */
-  async completeSetup(q: SetupQuery): Promise<InstallationView & { workspace: string }> {
+  async completeSetup(q: SetupQuery): Promise<LinkedInstallation> {
     const github = this.deps.github;
     if (github?.oauth == null) throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
     if (q.state === undefined || q.state === '') throw invalid(`The state parameter is missing: ${START_AGAIN}, and install the app from the URL it answers.`);
@@ -143,13 +131,13 @@ export class GitHubInstallationService {
     return { workspace: membership.workspace.slug, ...view(stored) };
   }
 
-  async list(access: Access): Promise<InstallationView[]> {
+  async list(access: Access): Promise<Installation[]> {
     const rows = await this.deps.store.repos.installations.list(access.workspace.id);
     return rows.map(view);
   }
 
   /** Unlinks; later builds of connections that name the installation fail without cloning. */
-  async unlink(access: Access, installationId: number): Promise<InstallationView> {
+  async unlink(access: Access, installationId: number): Promise<Installation> {
     const { installations } = this.deps.store.repos;
     const row = await installations.find(access.workspace.id, installationId);
     if (row === undefined) throw notFound('GitHub App installation');

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, ProjectParams, StringEnum } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams, StringEnum } from '../../http/schemas.js';
 
 export const Issue = Type.Object(
   {
@@ -22,6 +22,7 @@ export const Analysis = Type.Object(
 );
 
 export const analyzeLogs = {
+  operationId: 'analyzeProjectLogs',
   tags: ['Logs'],
   summary: 'Groups log lines into templates and names known failures (the text given, or the project\'s last 1,000 lines)',
   params: ProjectParams,
@@ -34,5 +35,5 @@ export const analyzeLogs = {
     ),
     Type.Null(),
   ]),
-  response: { 200: Envelope(Analysis), ...authErrors, 413: ErrorEnvelope, 422: ErrorEnvelope, 503: ErrorEnvelope },
+  response: { 200: Envelope(Analysis), ...authErrors, ...bodyErrors, 422: ErrorEnvelope, 503: ErrorEnvelope },
 };

@@ -7,7 +7,7 @@ import { parseTime } from './logs.service.js';
 import type { Services } from '../../app/services.js';
 import { accessOf } from '../../http/auth.js';
 import { serveStream } from '../../http/stream.js';
-import { authErrors } from '../../http/schemas.js';
+import { authErrors, WEBSOCKET_OPENS } from '../../http/schemas.js';
 import { SCOPES } from '../projects/scopes.js';
 
 type Format = 'text' | 'json';
@@ -64,11 +64,12 @@ export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live
       url: `${scope.prefix}/live-logs`,
       config: { action: 'workspace.read', stream: true },
       schema: {
+        operationId: scope.param === 'project_slug' ? 'streamProjectLiveLogs' : 'streamTemplateLiveLogs',
         tags: ['Logs'],
         summary:
           `WebSocket: the ${scope.what}'s runtime log, the last \`tail\` lines (0..1000, default 100) or every line after \`since\` (a line id, RFC 3339 or Unix ms), then every new line; \`format\` \`text\` (default) or \`json\`; refusals arrive as one \`[ERROR] <sentence>\` frame`,
         params: Type.Object({ slug: Type.String(), [scope.param]: Type.String() }),
-        response: { ...authErrors },
+        response: { 101: WEBSOCKET_OPENS, ...authErrors },
       },
       // A plain HTTP GET: refuse like any route would (the project must exist), or point at the handshake.
       handler: async (req) => {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { LOG_STREAMS } from '../../domain/logs.js';
 import { MAX_LIMIT, MAX_Q } from '../../store/logs/log-query.js';
 import { authErrors, Envelope, ProjectParams, QueryInteger, StringEnum, Timestamp } from '../../http/schemas.js';
@@ -19,6 +19,26 @@ export const LogEntry = Type.Object(
   },
   { additionalProperties: false },
 );
+export type LogEntry = Static<typeof LogEntry>;
+
+export const LogPage = Type.Object(
+  { entries: Type.Array(LogEntry), next_cursor: Nullable(Type.String({ description: 'For the next page in the same direction; null when nothing follows yet.' })) },
+  { additionalProperties: false },
+);
+export type LogPage = Static<typeof LogPage>;
+
+export const LogUsage = Type.Object(
+  {
+    bytes: Type.Integer({ description: 'UTF-8 bytes of the stored messages.' }),
+    lines: Type.Integer(),
+    oldest: Nullable(Timestamp),
+    newest: Nullable(Timestamp),
+    retention_days: Type.Integer({ description: 'The workspace setting log_retention_days.' }),
+    dropped_lines: Type.Integer({ description: 'Lines that could not be kept while collection was overloaded.' }),
+  },
+  { additionalProperties: false },
+);
+export type LogUsage = Static<typeof LogUsage>;
 
 /** Written as RFC 3339 or Unix ms: the service parses them (each refusal names its parameter). */
 const Time = (description: string) => Type.String({ minLength: 1, maxLength: 40, description: `${description}: RFC 3339, or Unix milliseconds.` });
@@ -34,6 +54,7 @@ const filters = {
 };
 
 export const queryLogs = {
+  operationId: 'queryProjectLogs',
   tags,
   summary: 'Query the project\'s logs, one page at a time (newest first by default)',
   params: ProjectParams,
@@ -46,12 +67,13 @@ export const queryLogs = {
     { additionalProperties: false },
   ),
   response: {
-    200: Envelope(Type.Object({ entries: Type.Array(LogEntry), next_cursor: Nullable(Type.String()) }, { additionalProperties: false })),
+    200: Envelope(LogPage),
     ...authErrors,
   },
 };
 
 export const downloadLogs = {
+  operationId: 'downloadProjectLogs',
   tags,
   summary: 'Download the project\'s logs as gzip-compressed NDJSON (oldest first by default)',
   params: ProjectParams,
@@ -67,29 +89,19 @@ export const downloadLogs = {
 };
 
 export const logUsage = {
+  operationId: 'getProjectLogUsage',
   tags,
   summary: 'Log storage of the project',
   params: ProjectParams,
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          bytes: Type.Integer({ description: 'UTF-8 bytes of the stored messages.' }),
-          lines: Type.Integer(),
-          oldest: Nullable(Timestamp),
-          newest: Nullable(Timestamp),
-          retention_days: Type.Integer({ description: 'The workspace setting log_retention_days.' }),
-          dropped_lines: Type.Integer({ description: 'Lines that could not be kept while collection was overloaded.' }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(LogUsage),
     ...authErrors,
   },
 };
 
 export const queryDatabaseLogs = {
   ...queryLogs,
+  operationId: 'queryDatabaseLogs',
   summary: 'Query what a managed database\'s server printed, one page at a time (newest first by default)',
   params: Type.Object({ slug: Type.String(), db_slug: Type.String() }),
 };

@@ -3,38 +3,12 @@ import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { invalid, notFound } from '../../domain/errors.js';
 import { everyInterval } from '../../domain/periodic.js';
-import type { LogDirection, LogEntry, LogFilter, LogStreamKind, RetentionResult } from '../../domain/logs.js';
+import type { LogDirection, LogEntry as StoredLogEntry, LogFilter, LogStreamKind, RetentionResult } from '../../domain/logs.js';
 import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Access } from '../tenancy/context.js';
 import { parseSettings } from '../tenancy/views.js';
-
-/** A stored line as the API shows it. */
-export interface LogEntryView {
-  id: number;
-  /** RFC 3339, UTC, with milliseconds */
-  timestamp: string;
-  deployment_id: string;
-  pod: string;
-  stream: LogStreamKind;
-  message: string;
-  level: string | null;
-}
-
-export interface LogPageView {
-  entries: LogEntryView[];
-  /** for the next page in the same direction; null when nothing follows yet */
-  next_cursor: string | null;
-}
-
-export interface LogUsageView {
-  bytes: number;
-  lines: number;
-  oldest: string | null;
-  newest: string | null;
-  retention_days: number;
-  dropped_lines: number;
-}
+import type { LogEntry, LogPage, LogUsage } from './logs.schema.js';
 
 /** The filters of GET …/logs and …/logs/download, as the query string gives them (already checked for shape). */
 export interface LogFilterInput {
@@ -85,7 +59,7 @@ export function parseTime(name: string, text: string): number {
   return at.getTime() - offset * 60_000;
 }
 
-const entryView = (e: LogEntry): LogEntryView => ({
+const entryView = (e: StoredLogEntry): LogEntry => ({
   id: e.id,
   timestamp: new Date(e.timestamp).toISOString(),
   deployment_id: e.deploymentId,
@@ -111,21 +85,21 @@ export class LogService {
    * One page. The parameters are checked before the project is looked up (docs/api.md#errors).
    * `deployment_id` only narrows: an id that is no deployment of this project matches nothing.
    */
-  async query(access: Access, projectSlug: ProjectRef, input: LogQueryInput): Promise<LogPageView> {
+  async query(access: Access, projectSlug: ProjectRef, input: LogQueryInput): Promise<LogPage> {
     const filter = this.filter(input);
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     return this.page(project.id, filter, input);
   }
 
   /** One page of what a managed database's server printed (its lines are kept under the database's id). */
-  async queryDatabase(access: Access, dbSlug: string, input: LogQueryInput): Promise<LogPageView> {
+  async queryDatabase(access: Access, dbSlug: string, input: LogQueryInput): Promise<LogPage> {
     const filter = this.filter(input);
     const database = await this.deps.store.repos.databases.bySlug(access.workspace.id, dbSlug);
     if (database === undefined) throw notFound('Database');
     return this.page(database.id, filter, input);
   }
 
-  private async page(id: string, filter: LogFilter, input: LogQueryInput): Promise<LogPageView> {
+  private async page(id: string, filter: LogFilter, input: LogQueryInput): Promise<LogPage> {
     const direction = input.direction ?? 'desc';
     const binding = this.binding(id, direction, filter);
     const cursor = input.cursor === undefined ? undefined : this.openCursor(input.cursor, binding);
@@ -157,7 +131,7 @@ export class LogService {
     };
   }
 
-  async usage(access: Access, projectSlug: ProjectRef): Promise<LogUsageView> {
+  async usage(access: Access, projectSlug: ProjectRef): Promise<LogUsage> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const u = await this.deps.logs.usage(project.id);
     return {

@@ -2,28 +2,13 @@ import { iso } from '../../domain/clock.js';
 import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { MetricsMinute } from '../../store/repositories/index.js';
+import type { ProjectMetrics } from '../projects/projects.schema.js';
 import type { Access } from '../tenancy/context.js';
 
-export type MetricsPeriod = '1h' | '24h' | '7d';
+export type MetricsPeriod = ProjectMetrics['period'];
 
-export interface MetricsPoint {
-  start: string;
-  /** averages over the step */
-  cpu_millicores: number;
-  memory_bytes: number;
-  /** bytes over the step */
-  rx_bytes: number;
-  tx_bytes: number;
-}
-
-export interface MetricsView {
-  period: MetricsPeriod;
-  from: string;
-  to: string;
-  step_sec: number;
-  memory_limit_bytes: number | null;
-  points: MetricsPoint[];
-}
+/** One step: averages of CPU and memory, bytes sent and received over it. */
+export type MetricsPoint = ProjectMetrics['points'][number];
 
 /** One point per minute over an hour, per quarter hour over a day, per hour over a week. */
 const SHAPE: Record<MetricsPeriod, { spanMs: number; stepMs: number }> = {
@@ -36,7 +21,7 @@ const SHAPE: Record<MetricsPeriod, { spanMs: number; stepMs: number }> = {
 export class MetricsService {
   constructor(private readonly deps: Deps) {}
 
-  async project(access: Access, projectSlug: ProjectRef, period: MetricsPeriod): Promise<MetricsView> {
+  async project(access: Access, projectSlug: ProjectRef, period: MetricsPeriod): Promise<ProjectMetrics> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const { spanMs, stepMs } = SHAPE[period];
     const now = this.deps.clock.now().getTime();

@@ -1,5 +1,5 @@
-import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, ProjectParams } from '../../http/schemas.js';
 import { GitConnection } from './projects.schema.js';
 
 /** Shown once, when the connection is made or the secret rotated. */
@@ -7,7 +7,13 @@ const WebhookSecret = Type.String({
   description: 'The secret of this connection\'s repository webhook (64 hex digits): give it to the GitHub webhook at `webhook_url`. Shown only in this response.',
 });
 
-const NewGitConnection = Type.Intersect([GitConnection, Type.Object({ webhook_secret: WebhookSecret })]);
+/** The connection with its secret: one closed object (an allOf of two closed ones would admit no instance). */
+export const NewGitConnection = Type.Object({ ...GitConnection.properties, webhook_secret: WebhookSecret }, { additionalProperties: false });
+export type NewGitConnection = Static<typeof NewGitConnection>;
+
+/** What `POST …/git/webhook-secret` answers: the new secret, shown this once. */
+export const RotatedWebhookSecret = Type.Object({ webhook_url: Type.String(), webhook_secret: WebhookSecret }, { additionalProperties: false });
+export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecret>;
 
 /** `owner/repository` as GitHub spells them; `.` and `..` are not names. */
 const RepoFullName = Type.String({
@@ -53,22 +59,25 @@ const ConnectBody = Type.Object(
 const tags = ['Git'];
 
 export const connectGit = {
+  operationId: 'connectGitRepository',
   tags,
   summary: 'Connect a Git repository to the project',
   params: ProjectParams,
   body: ConnectBody,
-  response: { 201: Envelope(NewGitConnection), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(NewGitConnection), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const updateGit = {
+  operationId: 'updateGitConnection',
   tags,
   summary: 'Change the Git connection',
   params: ProjectParams,
   body: Type.Partial(ConnectBody, { additionalProperties: false, minProperties: 1 }),
-  response: { 200: Envelope(GitConnection), ...authErrors },
+  response: { 200: Envelope(GitConnection), ...authErrors, ...bodyErrors },
 };
 
 export const deleteGit = {
+  operationId: 'deleteGitConnection',
   tags,
   summary: 'Remove the Git connection',
   params: ProjectParams,
@@ -76,12 +85,13 @@ export const deleteGit = {
 };
 
 export const rotateWebhookSecret = {
+  operationId: 'rotateGitWebhookSecret',
   tags,
   summary: 'Make a new webhook secret for the Git connection (the old one stops verifying at once)',
   description: 'Answers the new secret once, with the webhook URL. Also makes the first secret of a connection created before per-connection secrets.',
   params: ProjectParams,
   response: {
-    200: Envelope(Type.Object({ webhook_url: Type.String(), webhook_secret: WebhookSecret }, { additionalProperties: false })),
+    200: Envelope(RotatedWebhookSecret),
     ...authErrors,
   },
 };

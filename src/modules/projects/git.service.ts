@@ -6,7 +6,9 @@ import { isUniqueViolation } from '../../store/dialects.js';
 import type { GitConnectionsTable } from '../../store/schema.js';
 import type { Access } from '../tenancy/context.js';
 import { resolveProject, type ProjectRef } from './resolve.js';
-import { gitView, webhookUrl, type GitView } from './views.js';
+import type { GitConnection } from './projects.schema.js';
+import type { NewGitConnection, RotatedWebhookSecret } from './git.schema.js';
+import { gitView, webhookUrl } from './views.js';
 
 export interface GitInput {
   repo_full_name: string;
@@ -18,15 +20,6 @@ export interface GitInput {
 }
 
 export type GitPatch = Partial<GitInput>;
-
-/** The create response: the connection, and its webhook secret, shown this once. */
-export type NewGitView = GitView & { webhook_secret: string };
-
-/** What `POST …/git/webhook-secret` answers: the new secret, shown this once. */
-export interface WebhookSecretView {
-  webhook_url: string;
-  webhook_secret: string;
-}
 
 /** A Git connection as its webhook URL finds it. */
 export interface WebhookReceiver {
@@ -49,7 +42,7 @@ export const GIT_DEFAULTS = { branch: 'main', installation_id: 0, auto_deploy: t
 export class GitService {
   constructor(private readonly deps: Deps) {}
 
-  async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitView> {
+  async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitConnection> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     // an installation of this workspace's only, covering the repository (item 3 of issue 9)
     await checkConnectionInstallation(this.deps, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
@@ -78,7 +71,7 @@ export class GitService {
     return { ...gitView(row, this.deps.platform), webhook_secret: secret };
   }
 
-  async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitView> {
+  async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitConnection> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -103,7 +96,7 @@ export class GitService {
     return gitView(next, this.deps.platform);
   }
 
-  async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitView> {
+  async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitConnection> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
@@ -117,7 +110,7 @@ export class GitService {
    * once. A connection made before per-connection secrets gets its first one (and its webhook
    * id, if it somehow has none) here.
    */
-  async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<WebhookSecretView> {
+  async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<RotatedWebhookSecret> {
     const { repos } = this.deps.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);

@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { PROJECT_STATUSES } from '../../domain/project.js';
 import { DECIMAL_PATTERN } from './resources.js';
-import { authErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, ProjectParams, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const Decimal = (what: string, example: string) =>
   Type.String({ pattern: DECIMAL_PATTERN, 'x-error': `must be a decimal number in a string, like "${example}" (${what})`, examples: [example] });
@@ -31,6 +31,7 @@ export const GitConnection = Type.Object(
   },
   { additionalProperties: false },
 );
+export type GitConnection = Static<typeof GitConnection>;
 
 export const Project = Type.Object(
   {
@@ -50,6 +51,7 @@ export const Project = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Project = Static<typeof Project>;
 
 const Usage = Type.Object({ used: Type.String(), limit: Type.String() }, { additionalProperties: false });
 
@@ -77,6 +79,32 @@ export const ProjectStatus = Type.Object(
   },
   { additionalProperties: false },
 );
+export type ProjectStatus = Static<typeof ProjectStatus>;
+
+/** A project's resource history for charts (docs/uptime.md#resource-metrics). */
+export const ProjectMetrics = Type.Object(
+  {
+    period: StringEnum(['1h', '24h', '7d'] as const),
+    from: Timestamp,
+    to: Timestamp,
+    step_sec: Type.Integer(),
+    memory_limit_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    points: Type.Array(
+      Type.Object(
+        {
+          start: Timestamp,
+          cpu_millicores: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+          memory_bytes: Type.Integer({ description: 'Average over the step, all replicas together.' }),
+          rx_bytes: Type.Integer({ description: 'Received over the step.' }),
+          tx_bytes: Type.Integer({ description: 'Sent over the step.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ProjectMetrics = Static<typeof ProjectMetrics>;
 
 const CreateBody = Type.Object(
   {
@@ -92,14 +120,16 @@ const CreateBody = Type.Object(
 const tags = ['Projects'];
 
 export const createProject = {
+  operationId: 'createProject',
   tags,
   summary: 'Create a project (status pending); its slug derives from the name',
   params: SlugParams,
   body: CreateBody,
-  response: { 201: Envelope(Project), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(Project), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const listProjects = {
+  operationId: 'listProjects',
   tags,
   summary: 'List the projects of a workspace',
   params: SlugParams,
@@ -107,6 +137,7 @@ export const listProjects = {
 };
 
 export const getProject = {
+  operationId: 'getProject',
   tags,
   summary: 'Get a project, with its Git connection',
   params: ProjectParams,
@@ -114,14 +145,16 @@ export const getProject = {
 };
 
 export const updateProject = {
+  operationId: 'updateProject',
   tags,
   summary: 'Change a project (the slug stays when the name changes)',
   params: ProjectParams,
   body: Type.Partial(CreateBody, { additionalProperties: false, minProperties: 1 }),
-  response: { 200: Envelope(Project), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+  response: { 200: Envelope(Project), ...authErrors, ...bodyErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const deleteProject = {
+  operationId: 'deleteProject',
   tags,
   summary: 'Delete a project and everything under it',
   params: ProjectParams,
@@ -129,6 +162,7 @@ export const deleteProject = {
 };
 
 export const projectStatus = {
+  operationId: 'getProjectStatus',
   tags,
   summary: "A project's pods, resource use and latest deployment",
   params: ProjectParams,
@@ -136,35 +170,13 @@ export const projectStatus = {
 };
 
 export const projectMetrics = {
+  operationId: 'getProjectMetrics',
   tags,
   summary: "A project's CPU, memory and network over the last hour (per minute), day (per 15 minutes) or week (per hour), for charts",
   params: ProjectParams,
   querystring: Type.Object({ period: Type.Optional(StringEnum(['1h', '24h', '7d'] as const, { default: '1h' })) }, { additionalProperties: false }),
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          period: StringEnum(['1h', '24h', '7d'] as const),
-          from: Timestamp,
-          to: Timestamp,
-          step_sec: Type.Integer(),
-          memory_limit_bytes: Type.Union([Type.Integer(), Type.Null()]),
-          points: Type.Array(
-            Type.Object(
-              {
-                start: Timestamp,
-                cpu_millicores: Type.Integer({ description: 'Average over the step, all replicas together.' }),
-                memory_bytes: Type.Integer({ description: 'Average over the step, all replicas together.' }),
-                rx_bytes: Type.Integer({ description: 'Received over the step.' }),
-                tx_bytes: Type.Integer({ description: 'Sent over the step.' }),
-              },
-              { additionalProperties: false },
-            ),
-          ),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(ProjectMetrics),
     ...authErrors,
   },
 };

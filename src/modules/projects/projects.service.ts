@@ -11,7 +11,8 @@ import { holdMemoryRoom, holdProjectRoom } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject, type ProjectRef } from './resolve.js';
-import { deploymentView, projectView, type ProjectView } from './views.js';
+import type { Project, ProjectStatus } from './projects.schema.js';
+import { projectView } from './views.js';
 
 export interface ProjectInput {
   name: string;
@@ -22,13 +23,6 @@ export interface ProjectInput {
 }
 
 export type ProjectPatch = Partial<ProjectInput>;
-
-export interface StatusView {
-  project: { slug: string; status: ProjectRecord['status'] };
-  pods: { ready: number; total: number; items: { name: string; status: string; restarts: number; age: string }[] };
-  resources: { cpu: { used: string; limit: string }; memory: { used: string; limit: string } };
-  latestDeployment: { id: string; status: string; created_at: string } | null;
-}
 
 export const PROJECT_DEFAULTS = { port: 8080, replicas: 1, cpu: CPU_BOUNDS.def, ram: RAM_BOUNDS.def } as const;
 
@@ -50,7 +44,7 @@ export class ProjectService {
     private readonly funds: { requireFunds(workspaceId: string): Promise<void> } = { requireFunds: () => Promise.resolve() },
   ) {}
 
-  async create(access: Access, input: ProjectInput): Promise<ProjectView> {
+  async create(access: Access, input: ProjectInput): Promise<Project> {
     const row = await this.insert(access, input, { kind: 'project', template_name: null, volumes: null, command: null, health_path: null });
     return projectView(row, access.workspace.slug, this.deps.platform, undefined);
   }
@@ -115,7 +109,7 @@ export class ProjectService {
     return conflict(`The default domain "${defaultDomain(row, this.deps.platform.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
   }
 
-  async list(access: Access): Promise<ProjectView[]> {
+  async list(access: Access): Promise<Project[]> {
     const { projects, gitConnections } = this.deps.store.repos;
     const rows = await projects.list(access.workspace.id);
     const gits = await gitConnections.ofProjects(rows.map((r) => r.id));
@@ -123,7 +117,7 @@ export class ProjectService {
     return rows.map((r) => projectView(r, access.workspace.slug, this.deps.platform, byProject.get(r.id)));
   }
 
-  async get(access: Access, projectSlug: ProjectRef): Promise<ProjectView> {
+  async get(access: Access, projectSlug: ProjectRef): Promise<Project> {
     if (typeof projectSlug !== 'string') return this.view(access, await resolveProject(this.deps.store.repos, access, projectSlug));
     const found = await this.deps.store.repos.projects.inWorkspaceWithGit(access.workspace.id, projectSlug);
     if (found?.project.kind !== 'project') throw notFound('Project');
@@ -131,7 +125,7 @@ export class ProjectService {
   }
 
   /** The slug stays when the name changes: it is the project's address in URLs and hosts. */
-  async update(access: Access, projectSlug: ProjectRef, patch: ProjectPatch): Promise<ProjectView> {
+  async update(access: Access, projectSlug: ProjectRef, patch: ProjectPatch): Promise<Project> {
     checkSizes(patch);
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const next: ProjectRecord = {
@@ -160,7 +154,7 @@ export class ProjectService {
    * does not undo the deletion: `logsLeft` hears of it, and the lines age out with the
    * workspace's retention; nothing reads them, since a new project gets a new id.
    */
-  async delete(access: Access, projectSlug: ProjectRef, logsLeft: (err: unknown) => void = () => undefined): Promise<ProjectView> {
+  async delete(access: Access, projectSlug: ProjectRef, logsLeft: (err: unknown) => void = () => undefined): Promise<Project> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const view = await this.view(access, row);
     await this.deps.store.repos.projects.delete(row.id);
@@ -173,7 +167,7 @@ export class ProjectService {
   }
 
   /** The status view: the serving deployment's containers and their use, read from the engine. */
-  async status(access: Access, projectSlug: ProjectRef): Promise<StatusView> {
+  async status(access: Access, projectSlug: ProjectRef): Promise<ProjectStatus> {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const latest = await this.deps.store.repos.deployments.latest(row.id);
     const serving = await this.deps.store.repos.deployments.serving(row.id);
@@ -190,11 +184,11 @@ export class ProjectService {
         cpu: { used: formatMillicores(pods.reduce((sum, p) => sum + p.cpuMillicores, 0)), limit: formatMillicores(millicores(row.cpu) * row.replicas) },
         memory: { used: formatBytes(pods.reduce((sum, p) => sum + p.memoryBytes, 0)), limit: formatBytes(ramBytes(row.ram) * row.replicas) },
       },
-      latestDeployment: latest === undefined ? null : (({ id, status, created_at }) => ({ id, status, created_at }))(deploymentView(latest)),
+      latestDeployment: latest === undefined ? null : { id: latest.id, status: latest.status, created_at: latest.created_at },
     };
   }
 
-  private async view(access: Access, row: ProjectRecord): Promise<ProjectView> {
+  private async view(access: Access, row: ProjectRecord): Promise<Project> {
     const git = await this.deps.store.repos.gitConnections.of(row.id);
     return projectView(row, access.workspace.slug, this.deps.platform, git);
   }

@@ -1,27 +1,15 @@
 import type { Platform } from '../deps.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { DeploymentRow, GitConnectionsTable } from '../../store/schema.js';
+import type { GitConnectionsTable } from '../../store/schema.js';
 import { toNumber } from '../../store/dialects.js';
+import type { GitConnection, Project } from './projects.schema.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
-
-export interface GitView {
-  repo_full_name: string;
-  branch: string;
-  installation_id: number;
-  auto_deploy: boolean;
-  dockerfile_path: string;
-  root_dir: string;
-  created_at: string;
-  updated_at: string;
-  /** where this connection's repository webhook delivers; its secret is shown only when made */
-  webhook_url: string | null;
-}
 
 /** `POST /api/webhooks/github/<id>`, under --public-url when it is set, else the path alone. */
 export const webhookUrl = (webhookId: string | null, platform: Pick<Platform, 'publicUrl'>): string | null =>
   webhookId === null ? null : `${(platform.publicUrl ?? '').replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
 
-export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitView => ({
+export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitConnection => ({
   repo_full_name: row.repo_full_name,
   branch: row.branch,
   installation_id: toNumber(row.installation_id),
@@ -33,23 +21,7 @@ export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publ
   webhook_url: webhookUrl(row.webhook_id, platform),
 });
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  slug: string;
-  status: ProjectRecord['status'];
-  port: number;
-  replicas: number;
-  cpu: string;
-  ram: string;
-  default_domain: string;
-  url: string;
-  git: GitView | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): ProjectView {
+export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): Project {
   const domain = defaultDomain(row, platform.appsDomain);
   return {
     id: row.id,
@@ -67,21 +39,3 @@ export function projectView(row: ProjectRecord, _workspaceSlug: string, platform
     updated_at: row.updated_at,
   };
 }
-
-/** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
-export type DeploymentView = Omit<DeploymentRow, 'lease_owner' | 'lease_until' | 'attempts' | 'restart_requested_at' | 'require_head'>;
-
-export const deploymentView = (row: DeploymentRow): DeploymentView => ({
-  id: row.id,
-  project_id: row.project_id,
-  status: row.status,
-  source: row.source,
-  image: row.image,
-  branch: row.branch,
-  commit_sha: row.commit_sha,
-  commit_message: row.commit_message,
-  error: row.error,
-  created_at: row.created_at,
-  started_at: row.started_at,
-  finished_at: row.finished_at,
-});

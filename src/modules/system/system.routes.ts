@@ -9,6 +9,9 @@ import { Envelope, ErrorEnvelope, ok } from '../../http/schemas.js';
 const Status = Envelope(Type.Object({ status: Type.String() }, { additionalProperties: false }));
 const tags = ['System'];
 
+/** What prom-client's registry sends (`Registry.contentType` without its charset). */
+const PROMETHEUS_TEXT = 'text/plain; version=0.0.4';
+
 export interface SystemOptions {
   store: Store;
   metrics: Registry;
@@ -30,14 +33,14 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 export const systemRoutes: FastifyPluginAsyncTypebox<SystemOptions> = async (app, { store, metrics, metricsToken }) => {
   app.get(
     '/healthz',
-    { schema: { tags, summary: 'Liveness: the process answers', security: [], response: { 200: Status } }, config: { probe: true } },
+    { schema: { operationId: 'checkLiveness', tags, summary: 'Liveness: the process answers', security: [], response: { 200: Status } }, config: { probe: true } },
     async () => ok({ status: 'ok' }),
   );
 
   app.get(
     '/readyz',
     {
-      schema: { tags, summary: 'Readiness: the store answers', security: [], response: { 200: Status, 503: ErrorEnvelope } },
+      schema: { operationId: 'checkReadiness', tags, summary: 'Readiness: the store answers', security: [], response: { 200: Status, 503: ErrorEnvelope } },
       config: { probe: true },
     },
     async (req, reply) => {
@@ -55,6 +58,7 @@ export const systemRoutes: FastifyPluginAsyncTypebox<SystemOptions> = async (app
     '/metrics',
     {
       schema: {
+        operationId: 'getMetrics',
         tags,
         summary: 'Prometheus metrics (text exposition format), for the operator only',
         description:
@@ -62,7 +66,14 @@ export const systemRoutes: FastifyPluginAsyncTypebox<SystemOptions> = async (app
           '(`--metrics-listen`, 127.0.0.1:9464 by default), and here only when `--metrics-token` is set, to `Authorization: Bearer <token>` (else 401). ' +
           'Without `--metrics-token` this route answers 404.',
         security: [],
-        produces: ['text/plain'],
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format 0.0.4 (sent as a string, not serialized).',
+            content: { [PROMETHEUS_TEXT]: { schema: Type.String() } },
+          },
+          401: ErrorEnvelope,
+          404: ErrorEnvelope,
+        },
       },
       config: { probe: true },
     },
@@ -76,7 +87,20 @@ export const systemRoutes: FastifyPluginAsyncTypebox<SystemOptions> = async (app
   app.get(
     '/api/openapi.json',
     {
-      schema: { tags, summary: 'This OpenAPI 3.1 document (served as is, without the envelope)', security: [] },
+      schema: {
+        operationId: 'getOpenApiDocument',
+        tags,
+        summary: 'This OpenAPI 3.1 document (served as is, without the envelope)',
+        security: [],
+        response: {
+          200: {
+            description: 'An OpenAPI 3.1 document (sent as a string, not serialized).',
+            // typed as the string the route sends: Fastify sends a string as it is, without serializing
+            content: { 'application/json': { schema: Type.Unsafe<string>(Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'https://spec.openapis.org/oas/v3.1.0' })) } },
+          },
+          429: ErrorEnvelope,
+        },
+      },
       config: { public: true },
     },
     async (_req, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),

@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { PROJECT_STATUSES } from '../../domain/project.js';
 import { CatalogViewSchema } from './catalog.js';
-import { authErrors, Envelope, ErrorEnvelope, Name, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, StringEnum, Timestamp } from '../../http/schemas.js';
 import { Deployment, listDeployments as projectDeployments } from '../deployments/deployments.schema.js';
 import { Domain, addDomain as projectAddDomain } from '../domains/domains.schema.js';
 import { EnvKey, EnvValue, EnvVar } from '../env/env.schema.js';
@@ -31,17 +31,20 @@ export const TemplateInstance = Type.Object(
   },
   { additionalProperties: false },
 );
+export type TemplateInstance = Static<typeof TemplateInstance>;
 
 const tags = ['Templates'];
 const paid = { 402: ErrorEnvelope, 409: ErrorEnvelope };
 
 export const availableTemplates = {
+  operationId: 'listAvailableTemplates',
   tags,
   summary: 'The template catalog: real self-hosted apps, with their image, port, sizes, required variables and the database they need',
   response: { 200: Envelope(Type.Array(CatalogViewSchema)), 401: ErrorEnvelope, 429: ErrorEnvelope },
 };
 
-const NewTemplateInstance = Type.Object(
+/** The create response: the instance and its generated values, in full this once. */
+export const NewTemplateInstance = Type.Object(
   {
     ...TemplateInstance.properties,
     generated_envs: Type.Record(Type.String(), Type.String(), {
@@ -50,16 +53,19 @@ const NewTemplateInstance = Type.Object(
   },
   { additionalProperties: false },
 );
+export type NewTemplateInstance = Static<typeof NewTemplateInstance>;
 
 export const createTemplate = {
+  operationId: 'createTemplate',
   tags,
   summary: 'Make an instance of a catalog entry: a project of kind template with its variables (generated secrets kept as secrets) and the database it needs provisioned',
   params: Type.Object({ slug: Type.String() }),
   body: Type.Object({ name: Name, template_name: Type.String({ minLength: 1, maxLength: 100, description: 'A catalog `key`.' }) }, { additionalProperties: false }),
-  response: { 201: Envelope(NewTemplateInstance), ...authErrors, ...paid },
+  response: { 201: Envelope(NewTemplateInstance), ...authErrors, ...bodyErrors, ...paid },
 };
 
 export const listTemplates = {
+  operationId: 'listTemplates',
   tags,
   summary: 'List the template instances of a workspace',
   params: Type.Object({ slug: Type.String() }),
@@ -67,6 +73,7 @@ export const listTemplates = {
 };
 
 export const getTemplate = {
+  operationId: 'getTemplate',
   tags,
   summary: 'Get a template instance',
   params: TemplateParams,
@@ -74,6 +81,7 @@ export const getTemplate = {
 };
 
 export const updateTemplate = {
+  operationId: 'updateTemplate',
   tags,
   summary: 'Change an instance\'s name, port, cpu, ram or replicas; a running instance takes a new size at once',
   params: TemplateParams,
@@ -87,10 +95,11 @@ export const updateTemplate = {
     },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(TemplateInstance), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+  response: { 200: Envelope(TemplateInstance), ...authErrors, ...bodyErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
 };
 
 export const deleteTemplate = {
+  operationId: 'deleteTemplate',
   tags,
   summary: 'Delete an instance: its containers, routes, logs, data volumes and the databases it provisioned',
   params: TemplateParams,
@@ -98,14 +107,16 @@ export const deleteTemplate = {
 };
 
 export const deployTemplate = {
+  operationId: 'deployTemplate',
   tags,
   summary: '`image`: run the catalog image; `build`: build the template\'s source repository; 202 with the queued deployment',
   params: TemplateParams,
   body: Type.Object({ mode: StringEnum(['image', 'build'] as const) }, { additionalProperties: false }),
-  response: { 202: Envelope(Deployment), ...authErrors, ...paid },
+  response: { 202: Envelope(Deployment), ...authErrors, ...bodyErrors, ...paid },
 };
 
 export const stopTemplate = {
+  operationId: 'stopTemplate',
   tags,
   summary: 'Stop the instance (its running deployment); answers that deployment, now stopped',
   params: TemplateParams,
@@ -113,6 +124,7 @@ export const stopTemplate = {
 };
 
 export const redeployTemplate = {
+  operationId: 'redeployTemplate',
   tags,
   summary: 'Deploy the current image again, without a build; 202',
   params: TemplateParams,
@@ -120,6 +132,7 @@ export const redeployTemplate = {
 };
 
 export const rollbackTemplate = {
+  operationId: 'rollbackTemplate',
   tags,
   summary: 'Deploy an earlier deployment\'s image again; 202',
   params: TemplateDeploymentParams,
@@ -127,6 +140,7 @@ export const rollbackTemplate = {
 };
 
 export const listTemplateEnv = {
+  operationId: 'listTemplateEnvVars',
   tags,
   summary: 'List the variables of an instance; secret values come back as ""',
   params: TemplateParams,
@@ -134,14 +148,16 @@ export const listTemplateEnv = {
 };
 
 export const setTemplateEnv = {
+  operationId: 'setTemplateEnvVars',
   tags,
   summary: 'Set variables (created, or their value replaced; an existing one keeps its secrecy unless is_secret is given); answers every variable',
   params: TemplateParams,
   body: Type.Array(Type.Object({ key: EnvKey, value: EnvValue, is_secret: Type.Optional(Type.Boolean()) }, { additionalProperties: false }), { minItems: 1, maxItems: 1000 }),
-  response: { 200: Envelope(Type.Array(EnvVar)), ...authErrors },
+  response: { 200: Envelope(Type.Array(EnvVar)), ...authErrors, ...bodyErrors },
 };
 
 export const deleteTemplateEnv = {
+  operationId: 'deleteTemplateEnvVar',
   tags,
   summary: 'Remove the variable named `key`',
   params: TemplateEnvParams,
@@ -149,6 +165,7 @@ export const deleteTemplateEnv = {
 };
 
 export const listTemplateDomains = {
+  operationId: 'listTemplateDomains',
   tags,
   summary: 'List the custom domains of an instance',
   params: TemplateParams,
@@ -156,6 +173,7 @@ export const listTemplateDomains = {
 };
 
 export const addTemplateDomain = {
+  operationId: 'addTemplateDomain',
   tags,
   summary: projectAddDomain.summary.replace('a project', 'an instance'),
   params: TemplateParams,
@@ -164,6 +182,7 @@ export const addTemplateDomain = {
 };
 
 export const removeTemplateDomain = {
+  operationId: 'removeTemplateDomain',
   tags,
   summary: 'Remove a custom domain from an instance',
   params: TemplateDomainParams,
@@ -171,6 +190,7 @@ export const removeTemplateDomain = {
 };
 
 export const listTemplateDeployments = {
+  operationId: 'listTemplateDeployments',
   tags,
   summary: 'List the deployments of an instance, newest first',
   params: TemplateParams,
@@ -179,6 +199,7 @@ export const listTemplateDeployments = {
 };
 
 export const getTemplateDeployment = {
+  operationId: 'getTemplateDeployment',
   tags,
   summary: 'Get a deployment of an instance',
   params: TemplateDeploymentParams,

@@ -10,33 +10,11 @@ import type { EnvService } from '../env/env.service.js';
 import type { GitService } from '../projects/git.service.js';
 import type { ProjectPatch, ProjectService } from '../projects/projects.service.js';
 import { resolveProject, templateRef } from '../projects/resolve.js';
-import { projectView, type DeploymentView } from '../projects/views.js';
+import type { Deployment } from '../deployments/deployments.schema.js';
+import { projectView } from '../projects/views.js';
 import type { Access } from '../tenancy/context.js';
 import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
-
-/** A template instance as the API shows it (docs/templates.md#instances). */
-export interface TemplateInstanceView {
-  id: string;
-  name: string;
-  slug: string;
-  template_name: string;
-  status: ProjectRecord['status'];
-  port: number;
-  cpu: string;
-  ram: string;
-  replicas: number;
-  url: string;
-  default_domain: string;
-  /** the databases it provisioned, by slug */
-  databases: string[];
-  created_at: string;
-  updated_at: string;
-}
-
-/** The create response: the instance and its generated values, in full this once. */
-export interface NewTemplateInstanceView extends TemplateInstanceView {
-  generated_envs: Record<string, string>;
-}
+import type { NewTemplateInstance, TemplateInstance } from './templates.schema.js';
 
 export type DeployMode = 'image' | 'build';
 
@@ -86,7 +64,7 @@ export class TemplateService {
    * The instance, and the values generated for it (`generated_envs`): shown this once, like a
    * database's password, since they are kept as secrets (an app's first admin password is one).
    */
-  async create(access: Access, input: { name: string; template_name: string }): Promise<NewTemplateInstanceView> {
+  async create(access: Access, input: { name: string; template_name: string }): Promise<NewTemplateInstance> {
     const entry = this.entry(input.template_name);
     const type = entry.databases[0];
     // a database is provisioned with it: like POST …/databases, not on an empty wallet
@@ -136,18 +114,18 @@ export class TemplateService {
     });
   }
 
-  async list(access: Access): Promise<TemplateInstanceView[]> {
+  async list(access: Access): Promise<TemplateInstance[]> {
     const rows = await this.deps.store.repos.projects.list(access.workspace.id, 'template');
     return Promise.all(rows.map(async (r) => this.view(r, await this.ownedDatabases(r.id))));
   }
 
-  async get(access: Access, slug: string): Promise<TemplateInstanceView> {
+  async get(access: Access, slug: string): Promise<TemplateInstance> {
     const row = await resolveProject(this.deps.store.repos, access, templateRef(slug));
     return this.view(row, await this.ownedDatabases(row.id));
   }
 
   /** `name, port, cpu, ram, replicas`; a running instance takes a new size at once (a rolling redeploy). */
-  async update(access: Access, slug: string, patch: ProjectPatch): Promise<TemplateInstanceView> {
+  async update(access: Access, slug: string, patch: ProjectPatch): Promise<TemplateInstance> {
     const ref = templateRef(slug);
     await this.projects.update(access, ref, patch);
     if (patch.replicas !== undefined || patch.cpu !== undefined || patch.ram !== undefined) await this.deploys.resized(access, ref);
@@ -159,7 +137,7 @@ export class TemplateService {
    * volumes at the engine's next pass), its logs, and the databases it provisioned (with their
    * servers and data, by the database worker).
    */
-  async delete(access: Access, slug: string, logsLeft: (err: unknown) => void): Promise<TemplateInstanceView> {
+  async delete(access: Access, slug: string, logsLeft: (err: unknown) => void): Promise<TemplateInstance> {
     const ref = templateRef(slug);
     const row = await resolveProject(this.deps.store.repos, access, ref);
     const view = this.view(row, await this.ownedDatabases(row.id));
@@ -174,7 +152,7 @@ export class TemplateService {
    * deploy pipeline (its Git connection made or brought in line with the catalog first). Every
    * required variable must have a value first (400 naming each missing one).
    */
-  async deploy(access: Access, slug: string, mode: DeployMode): Promise<DeploymentView> {
+  async deploy(access: Access, slug: string, mode: DeployMode): Promise<Deployment> {
     const ref = templateRef(slug);
     const row = await resolveProject(this.deps.store.repos, access, ref);
     const entry = this.catalog.get(row.template_name ?? '');
@@ -195,7 +173,7 @@ export class TemplateService {
   }
 
   /** Stops what it serves (its running deployment). */
-  stop(access: Access, slug: string): Promise<DeploymentView> {
+  stop(access: Access, slug: string): Promise<Deployment> {
     return this.deploys.stopServing(access, templateRef(slug));
   }
 
@@ -203,7 +181,7 @@ export class TemplateService {
     return (await this.deps.store.repos.databases.ownedBy(projectId)).map((d) => d.slug);
   }
 
-  private view(row: ProjectRecord, databases: string[]): TemplateInstanceView {
+  private view(row: ProjectRecord, databases: string[]): TemplateInstance {
     const p = projectView(row, '', this.deps.platform, undefined);
     return {
       id: p.id,

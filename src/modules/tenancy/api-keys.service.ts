@@ -5,17 +5,14 @@ import { atLeast } from '../../domain/roles.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { Access, Caller } from './context.js';
 import type { Deps } from '../deps.js';
-import { apiKeyView, type ApiKeyView } from './views.js';
+import type { ApiKey, CreatedApiKey } from './api-keys.schema.js';
+import { apiKeyView } from './views.js';
 
 export const DEFAULT_KEY_DAYS = 90;
 export const MAX_KEY_DAYS = 3650;
 /** last_used_at is written at most this often per key, not on every request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 const MAX_TOUCHED = 10_000;
-
-export interface CreatedKey extends ApiKeyView {
-  key: string;
-}
 
 export class ApiKeyService {
   /** when this process last wrote each key's `last_used_at`, by key id */
@@ -27,7 +24,7 @@ export class ApiKeyService {
   async issue(
     tx: Pick<Repositories, 'apiKeys'>,
     input: { userId: string; workspaceId: string; name: string; expiresInDays: number },
-  ): Promise<CreatedKey> {
+  ): Promise<CreatedApiKey> {
     const now = this.deps.clock.now();
     const key = newApiKey(this.deps.random);
     const row = {
@@ -46,7 +43,7 @@ export class ApiKeyService {
     return { ...apiKeyView(row), key };
   }
 
-  create(access: Access, input: { name: string; expires_in_days?: number | undefined }): Promise<CreatedKey> {
+  create(access: Access, input: { name: string; expires_in_days?: number | undefined }): Promise<CreatedApiKey> {
     return this.issue(this.deps.store.repos, {
       userId: access.caller.user.id,
       workspaceId: access.workspace.id,
@@ -56,12 +53,12 @@ export class ApiKeyService {
   }
 
   /** Admins and owners see every live key of the workspace; members see their own. */
-  async list(access: Access): Promise<ApiKeyView[]> {
+  async list(access: Access): Promise<ApiKey[]> {
     const own = atLeast(access.role, 'admin') ? undefined : access.caller.user.id;
     return (await this.deps.store.repos.apiKeys.listLive(access.workspace.id, own)).map(apiKeyView);
   }
 
-  async revoke(access: Access, keyId: string): Promise<ApiKeyView> {
+  async revoke(access: Access, keyId: string): Promise<ApiKey> {
     const { apiKeys } = this.deps.store.repos;
     const row = await apiKeys.findLive(access.workspace.id, keyId);
     if (row === undefined) throw notFound('API key');

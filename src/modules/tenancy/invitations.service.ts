@@ -9,27 +9,10 @@ import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
 import type { Access, Caller, UserRow, WorkspaceRow } from './context.js';
 import type { Deps } from '../deps.js';
 import { createNewUser, normalizeEmail } from './users.js';
-import { invitationView, workspaceView, type InvitationView, type WorkspaceView } from './views.js';
+import type { AcceptedInvitation, CreatedInvitation, Invitation } from './invitations.schema.js';
+import { invitationView, workspaceView } from './views.js';
 
 export const INVITATION_DAYS = 7;
-
-export interface CreatedInvitation extends InvitationView {
-  /**
-   * Single-use. Only without SMTP and with `--invitation-token-in-response yes`, for the inviter
-   * to hand over; with SMTP it travels only by e-mail, to the invited address.
-   */
-  token?: string;
-}
-
-/** The key fields only for a user created by this acceptance (docs/decisions.md#invitations). */
-export interface AcceptedInvitation {
-  user_id: string;
-  workspace: WorkspaceView;
-  role: Role;
-  key?: string;
-  key_prefix?: string;
-  expires_at?: string;
-}
 
 const gone = () => notFound('Invitation');
 
@@ -92,13 +75,13 @@ export class InvitationService {
     return view;
   }
 
-  async list(access: Access): Promise<InvitationView[]> {
+  async list(access: Access): Promise<Invitation[]> {
     const rows = await this.deps.store.repos.invitations.list(access.workspace.id);
     const now = this.deps.clock.now();
     return rows.map((r) => invitationView(r, now));
   }
 
-  async revoke(access: Access, id: string): Promise<InvitationView> {
+  async revoke(access: Access, id: string): Promise<Invitation> {
     const { invitations } = this.deps.store.repos;
     const row = await invitations.find(access.workspace.id, id);
     if (row === undefined) throw gone();

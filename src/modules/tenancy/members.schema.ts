@@ -1,5 +1,5 @@
-import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, RoleSchema, SlugParams, StringEnum } from '../../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, RoleSchema, SlugParams, StringEnum } from '../../http/schemas.js';
 
 export const Member = Type.Object(
   {
@@ -15,11 +15,13 @@ export const Member = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Member = Static<typeof Member>;
 
 const MemberParams = Type.Object({ slug: Type.String(), user_id: Type.String() });
 const tags = ['Members'];
 
 export const listMembers = {
+  operationId: 'listMembers',
   tags,
   summary: 'List the members of a workspace, active and pending',
   params: SlugParams,
@@ -27,25 +29,28 @@ export const listMembers = {
 };
 
 export const addMember = {
+  operationId: 'addMember',
   tags,
   summary: 'Offer an existing user a membership (owner/admin; only an owner offers owner); it stays pending until the user accepts it',
   description:
     'The membership is made with `status: pending` and grants nothing until the user accepts it with their own API key (POST …/members/:user_id/accept) or declines it. An unknown user is 404; a user who is already a member, or has a pending membership, 409.',
   params: SlugParams,
   body: Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 64 }), role: RoleSchema }, { additionalProperties: false }),
-  response: { 201: Envelope(Member), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(Member), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const updateMember = {
+  operationId: 'updateMember',
   tags,
   summary: "Change a member's role (owner/admin; only an owner grants or removes owner)",
   description: 'A pending membership cannot be changed (409): cancel it and offer the new role.',
   params: MemberParams,
   body: Type.Object({ role: RoleSchema }, { additionalProperties: false }),
-  response: { 200: Envelope(Member), ...authErrors, 409: ErrorEnvelope },
+  response: { 200: Envelope(Member), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const removeMember = {
+  operationId: 'removeMember',
   tags,
   summary: 'Remove a member or cancel a pending membership (owner/admin), or leave the workspace (anyone)',
   params: MemberParams,
@@ -53,6 +58,7 @@ export const removeMember = {
 };
 
 export const acceptMember = {
+  operationId: 'acceptMembership',
   tags,
   summary: 'Accept a membership offered to you (only with your own API key)',
   description:
@@ -62,6 +68,7 @@ export const acceptMember = {
 };
 
 export const declineMember = {
+  operationId: 'declineMembership',
   tags,
   summary: 'Decline a membership offered to you (only with your own API key)',
   description: 'Removes your pending membership and answers it as it was. `:user_id` is your own user id. Another caller gets 404 (403 if they are a member of the workspace); an active member 409 (leave with DELETE instead).',

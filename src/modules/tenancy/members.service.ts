@@ -5,12 +5,12 @@ import type { Repositories } from '../../store/repositories/index.js';
 import type { PendingMembership } from '../../store/repositories/members.js';
 import type { Access, Caller } from './context.js';
 import type { Deps } from '../deps.js';
-import type { MemberView } from './views.js';
+import type { Member } from './members.schema.js';
 
 export class MemberService {
   constructor(private readonly deps: Deps) {}
 
-  async list(access: Access): Promise<MemberView[]> {
+  async list(access: Access): Promise<Member[]> {
     return this.deps.store.repos.members.list(access.workspace.id);
   }
 
@@ -19,7 +19,7 @@ export class MemberService {
    * until that user accepts it with their own key (`accept`). Nobody becomes a member, or an
    * owner, without consenting (docs/security.md, "Made-up users").
    */
-  async add(access: Access, input: { user_id: string; role: Role }): Promise<MemberView> {
+  async add(access: Access, input: { user_id: string; role: Role }): Promise<Member> {
     requireOwnerFor(access, input.role);
     return this.deps.store.transaction(async (tx) => {
       const user = await tx.users.byId(input.user_id);
@@ -34,7 +34,7 @@ export class MemberService {
   }
 
   /** The user of a pending membership takes it: from now on it grants its role. */
-  async accept(caller: Caller, slug: string, userId: string): Promise<MemberView> {
+  async accept(caller: Caller, slug: string, userId: string): Promise<Member> {
     return this.deps.store.transaction(async (tx) => {
       const { workspaceId, member } = await ownPending(tx, caller, slug, userId);
       await tx.members.lockWorkspace(workspaceId);
@@ -46,7 +46,7 @@ export class MemberService {
   }
 
   /** The user of a pending membership refuses it: it is gone, as if never offered. */
-  async decline(caller: Caller, slug: string, userId: string): Promise<MemberView> {
+  async decline(caller: Caller, slug: string, userId: string): Promise<Member> {
     return this.deps.store.transaction(async (tx) => {
       const { workspaceId, member } = await ownPending(tx, caller, slug, userId);
       await tx.members.lockWorkspace(workspaceId);
@@ -56,7 +56,7 @@ export class MemberService {
     });
   }
 
-  async updateRole(access: Access, userId: string, role: Role): Promise<MemberView> {
+  async updateRole(access: Access, userId: string, role: Role): Promise<Member> {
     return this.deps.store.transaction(async (tx) => {
       const current = await lockAndRecheck(tx, access);
       const member = await tx.members.find(access.workspace.id, userId);
@@ -77,7 +77,7 @@ export class MemberService {
    * Owners and admins remove members and cancel pending memberships; anyone may leave. The
    * member's API keys listed under this workspace are revoked with the membership.
    */
-  async remove(access: Access, userId: string): Promise<MemberView> {
+  async remove(access: Access, userId: string): Promise<Member> {
     const self = userId === access.caller.user.id;
     return this.deps.store.transaction(async (tx) => {
       const current = await lockAndRecheck(tx, access);

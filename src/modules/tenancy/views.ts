@@ -1,25 +1,11 @@
 import type { Role } from '../../domain/roles.js';
-import type { ApiKeysTable, MemberStatus, WorkspacesTable } from '../../store/schema.js';
+import type { ApiKeysTable, WorkspacesTable } from '../../store/schema.js';
 import type { InvitationRow } from '../../store/repositories/index.js';
-
-export interface WorkspaceSettings {
-  default_region?: string;
-  build_timeout_sec: number;
-  log_retention_days: number;
-}
+import type { ApiKey } from './api-keys.schema.js';
+import type { Invitation } from './invitations.schema.js';
+import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
 
 export const DEFAULT_SETTINGS: WorkspaceSettings = { build_timeout_sec: 900, log_retention_days: 7 };
-
-export interface WorkspaceView {
-  id: string;
-  name: string;
-  slug: string;
-  namespace: string;
-  settings: WorkspaceSettings;
-  created_at: string;
-  updated_at: string;
-  role?: Role;
-}
 
 /** The container network (Docker) / namespace (Kubernetes) of a workspace. */
 export const namespaceOf = (slug: string): string => `ws-${slug}`;
@@ -28,7 +14,7 @@ export function parseSettings(text: string): WorkspaceSettings {
   return { ...DEFAULT_SETTINGS, ...(JSON.parse(text) as Partial<WorkspaceSettings>) };
 }
 
-export function workspaceView(row: WorkspacesTable, role?: Role): WorkspaceView {
+export function workspaceView(row: WorkspacesTable, role?: Role): Workspace {
   return {
     id: row.id,
     name: row.name,
@@ -41,27 +27,7 @@ export function workspaceView(row: WorkspacesTable, role?: Role): WorkspaceView 
   };
 }
 
-export interface MemberView {
-  user_id: string;
-  email: string;
-  name: string;
-  role: Role;
-  /** `pending`: offered, not yet accepted by the user (it grants nothing) */
-  status: MemberStatus;
-  joined_at: string;
-}
-
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  key_prefix: string;
-  user_id: string;
-  expires_at: string;
-  created_at: string;
-  last_used_at: string | null;
-}
-
-export const apiKeyView = (row: ApiKeysTable): ApiKeyView => ({
+export const apiKeyView = (row: ApiKeysTable): ApiKey => ({
   id: row.id,
   name: row.name,
   key_prefix: row.key_prefix,
@@ -71,19 +37,8 @@ export const apiKeyView = (row: ApiKeysTable): ApiKeyView => ({
   last_used_at: row.last_used_at,
 });
 
-export type InvitationStatus = 'pending' | 'accepted' | 'expired';
-
-export interface InvitationView {
-  id: string;
-  email: string;
-  role: Role;
-  status: InvitationStatus;
-  expires_at: string;
-  created_at: string;
-}
-
-export function invitationView(row: InvitationRow, now: Date): InvitationView {
-  const status: InvitationStatus =
+export function invitationView(row: InvitationRow, now: Date): Invitation {
+  const status: Invitation['status'] =
     row.status === 'pending' && row.expires_at <= now.toISOString() ? 'expired' : row.status;
   return {
     id: row.id,

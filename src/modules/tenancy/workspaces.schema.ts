@@ -1,5 +1,5 @@
-import { Type } from 'typebox';
-import { authErrors, Envelope, ErrorEnvelope, Name, RoleSchema, Slug, SlugParams, Timestamp } from '../../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, RoleSchema, Slug, SlugParams, Timestamp } from '../../http/schemas.js';
 
 export const WorkspaceSettings = Type.Object(
   {
@@ -9,6 +9,7 @@ export const WorkspaceSettings = Type.Object(
   },
   { additionalProperties: false },
 );
+export type WorkspaceSettings = Static<typeof WorkspaceSettings>;
 
 export const Workspace = Type.Object(
   {
@@ -23,23 +24,27 @@ export const Workspace = Type.Object(
   },
   { additionalProperties: false },
 );
+export type Workspace = Static<typeof Workspace>;
 
 const tags = ['Workspaces'];
 
 export const createWorkspace = {
+  operationId: 'createWorkspace',
   tags,
   summary: 'Create a workspace; the caller becomes its owner',
   body: Type.Object({ name: Name, slug: Slug }, { additionalProperties: false }),
-  response: { 201: Envelope(Workspace), ...authErrors, 409: ErrorEnvelope },
+  response: { 201: Envelope(Workspace), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
 };
 
 export const listWorkspaces = {
+  operationId: 'listWorkspaces',
   tags,
   summary: 'List the workspaces the caller belongs to',
   response: { 200: Envelope(Type.Array(Workspace)), ...authErrors },
 };
 
 export const getWorkspace = {
+  operationId: 'getWorkspace',
   tags,
   summary: 'Get a workspace',
   params: SlugParams,
@@ -47,6 +52,7 @@ export const getWorkspace = {
 };
 
 export const updateWorkspace = {
+  operationId: 'updateWorkspace',
   tags,
   summary: 'Rename a workspace or change its settings (owner)',
   params: SlugParams,
@@ -54,10 +60,11 @@ export const updateWorkspace = {
     { name: Type.Optional(Name), settings: Type.Optional(Type.Partial(WorkspaceSettings, { additionalProperties: false })) },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(Workspace), ...authErrors },
+  response: { 200: Envelope(Workspace), ...authErrors, ...bodyErrors },
 };
 
 export const deleteWorkspace = {
+  operationId: 'deleteWorkspace',
   tags,
   summary: 'Delete a workspace and everything it owns (owner)',
   params: SlugParams,

@@ -6,7 +6,8 @@ import type { Repositories } from '../../store/repositories/index.js';
 import { holdWorkspaceRoom } from './policy.js';
 import type { Access, Caller, WorkspaceRow } from './context.js';
 import type { Deps } from '../deps.js';
-import { DEFAULT_SETTINGS, parseSettings, workspaceView, type WorkspaceSettings, type WorkspaceView } from './views.js';
+import { DEFAULT_SETTINGS, parseSettings, workspaceView } from './views.js';
+import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
 
 /**
  * A new workspace, with `ownerId` as its owner and a wallet holding the configured starting
@@ -49,7 +50,7 @@ export class WorkspaceService {
    * not verified, or they already created as many workspaces as `--max-workspaces-per-user`
    * allows (403, and nothing is written: no workspace, no wallet, no credit).
    */
-  async create(caller: Caller, input: { name: string; slug: string }): Promise<WorkspaceView> {
+  async create(caller: Caller, input: { name: string; slug: string }): Promise<Workspace> {
     if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
       throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
     }
@@ -67,16 +68,16 @@ export class WorkspaceService {
     return workspaceView(row, 'owner');
   }
 
-  async list(caller: Caller): Promise<WorkspaceView[]> {
+  async list(caller: Caller): Promise<Workspace[]> {
     const rows = await this.deps.store.repos.workspaces.ofMember(caller.user.id);
     return rows.map(({ workspace, role }) => workspaceView(workspace, role));
   }
 
-  get(access: Access): WorkspaceView {
+  get(access: Access): Workspace {
     return workspaceView(access.workspace, access.role);
   }
 
-  async update(access: Access, input: { name?: string | undefined; settings?: Partial<WorkspaceSettings> | undefined }): Promise<WorkspaceView> {
+  async update(access: Access, input: { name?: string | undefined; settings?: Partial<WorkspaceSettings> | undefined }): Promise<Workspace> {
     const settings = { ...parseSettings(access.workspace.settings), ...(input.settings ?? {}) };
     const patch = {
       name: input.name ?? access.workspace.name,
@@ -93,7 +94,7 @@ export class WorkspaceService {
    * The logs go after it (docs/logs.md#layout); if that fails, `logsLeft` hears of it and the
    * next retention pass removes the logs of a workspace that is gone.
    */
-  async delete(access: Access, logsLeft: (err: unknown) => void = () => undefined): Promise<WorkspaceView> {
+  async delete(access: Access, logsLeft: (err: unknown) => void = () => undefined): Promise<Workspace> {
     await this.deps.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
     await this.deps.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
     return workspaceView(access.workspace, access.role);

@@ -1,6 +1,6 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { UPTIME_STATUSES } from '../../domain/uptime.js';
-import { authErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -18,10 +18,12 @@ export const UptimeMonitor = Type.Object(
   },
   { additionalProperties: false },
 );
+export type UptimeMonitor = Static<typeof UptimeMonitor>;
 
 const tags = ['Uptime'];
 
 export const getUptime = {
+  operationId: 'getUptimeMonitor',
   tags,
   summary: 'Get the uptime monitor of a project (defaults until it is first set)',
   params: ProjectParams,
@@ -29,6 +31,7 @@ export const getUptime = {
 };
 
 export const updateUptime = {
+  operationId: 'updateUptimeMonitor',
   tags,
   summary: 'Change the uptime monitor settings of a project; fields not sent are kept',
   params: ProjectParams,
@@ -59,33 +62,35 @@ export const updateUptime = {
     },
     { additionalProperties: false, minProperties: 1 },
   ),
-  response: { 200: Envelope(UptimeMonitor), ...authErrors },
+  response: { 200: Envelope(UptimeMonitor), ...authErrors, ...bodyErrors },
 };
 
 const Num = Nullable(Type.Number());
 
+export const UptimeHistory = Type.Object(
+  {
+    period: StringEnum(['24h', '7d', '30d'] as const),
+    from: Timestamp,
+    to: Timestamp,
+    checks: Type.Integer(),
+    failures: Type.Integer(),
+    availability: Nullable(Type.Number({ description: 'Percent of successful checks; null without checks.' })),
+    response_ms: Type.Object({ avg: Num, p50: Num, p95: Num, p99: Num }, { additionalProperties: false, description: 'Of successful checks: exact over 24 h; over 7 and 30 days the upper bound of a histogram bucket.' }),
+    series: Type.Array(Type.Object({ start: Timestamp, checks: Type.Integer(), failures: Type.Integer(), availability: Num, avg_ms: Num }, { additionalProperties: false }), { description: 'Hourly (24h, 7d) or daily (30d).' }),
+    incidents: Type.Array(Type.Object({ id: Type.String(), started_at: Timestamp, ended_at: Nullable(Timestamp), duration_sec: Type.Integer(), cause: Type.String() }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
+export type UptimeHistory = Static<typeof UptimeHistory>;
+
 export const uptimeHistory = {
+  operationId: 'getUptimeHistory',
   tags,
   summary: 'Availability, response-time percentiles, a series and the incidents of the last 24 hours, 7 or 30 days',
   params: ProjectParams,
   querystring: Type.Object({ period: Type.Optional(StringEnum(['24h', '7d', '30d'] as const, { default: '24h' })) }, { additionalProperties: false }),
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          period: StringEnum(['24h', '7d', '30d'] as const),
-          from: Timestamp,
-          to: Timestamp,
-          checks: Type.Integer(),
-          failures: Type.Integer(),
-          availability: Nullable(Type.Number({ description: 'Percent of successful checks; null without checks.' })),
-          response_ms: Type.Object({ avg: Num, p50: Num, p95: Num, p99: Num }, { additionalProperties: false, description: 'Of successful checks: exact over 24 h; over 7 and 30 days the upper bound of a histogram bucket.' }),
-          series: Type.Array(Type.Object({ start: Timestamp, checks: Type.Integer(), failures: Type.Integer(), availability: Num, avg_ms: Num }, { additionalProperties: false }), { description: 'Hourly (24h, 7d) or daily (30d).' }),
-          incidents: Type.Array(Type.Object({ id: Type.String(), started_at: Timestamp, ended_at: Nullable(Timestamp), duration_sec: Type.Integer(), cause: Type.String() }, { additionalProperties: false })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(UptimeHistory),
     ...authErrors,
   },
 };
@@ -95,45 +100,48 @@ const Delivery = Type.Object(
   { additionalProperties: false },
 );
 
+export const UptimeNotification = Type.Object(
+  {
+    id: Type.String(),
+    event: Type.String({ description: 'down, up or test' }),
+    channel: Type.String({ description: 'webhook or email' }),
+    status: Type.String({ description: 'pending, sending (a test in progress), sent or failed' }),
+    attempts: Type.Integer(),
+    response_status: Nullable(Type.Integer()),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    sent_at: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+export type UptimeNotification = Static<typeof UptimeNotification>;
+
+export const UptimeNotificationPage = Type.Object(
+  { notifications: Type.Array(UptimeNotification), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() },
+  { additionalProperties: false },
+);
+export type UptimeNotificationPage = Static<typeof UptimeNotificationPage>;
+
+/** What POST …/uptime/test answers: each channel's delivery, or null where none is set. */
+export const UptimeTestResult = Type.Object({ webhook: Nullable(Delivery), email: Nullable(Delivery) }, { additionalProperties: false });
+export type UptimeTestResult = Static<typeof UptimeTestResult>;
+
 export const uptimeNotifications = {
+  operationId: 'listUptimeNotifications',
   tags,
   summary: 'The delivery log of the monitor\'s notifications, newest first',
   params: ProjectParams,
   querystring: PageQuery,
   response: {
-    200: Envelope(
-      Type.Object(
-        {
-          notifications: Type.Array(
-            Type.Object(
-              {
-                id: Type.String(),
-                event: Type.String({ description: 'down, up or test' }),
-                channel: Type.String({ description: 'webhook or email' }),
-                status: Type.String({ description: 'pending, sending (a test in progress), sent or failed' }),
-                attempts: Type.Integer(),
-                response_status: Nullable(Type.Integer()),
-                error: Nullable(Type.String()),
-                created_at: Timestamp,
-                sent_at: Nullable(Timestamp),
-              },
-              { additionalProperties: false },
-            ),
-          ),
-          total: Type.Integer(),
-          page: Type.Integer(),
-          limit: Type.Integer(),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    200: Envelope(UptimeNotificationPage),
     ...authErrors,
   },
 };
 
 export const uptimeTest = {
+  operationId: 'sendUptimeTestNotification',
   tags,
   summary: 'Send a test notification to the chat webhook and the e-mail address now, and answer what each returned',
   params: ProjectParams,
-  response: { 200: Envelope(Type.Object({ webhook: Nullable(Delivery), email: Nullable(Delivery) }, { additionalProperties: false })), ...authErrors },
+  response: { 200: Envelope(UptimeTestResult), ...authErrors },
 };

@@ -2,25 +2,13 @@ import { iso } from '../../domain/clock.js';
 import { invalid } from '../../domain/errors.js';
 import type { Deps } from '../deps.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import type { UptimeMonitorsTable, UptimeNotificationsTable, UptimeStatus } from '../../store/schema.js';
+import type { UptimeMonitorsTable } from '../../store/schema.js';
 import type { Rollup } from '../../store/repositories/index.js';
-import type { DeliveryResult } from '../../adapters/notify/channels.js';
 import { checkUrlShape, type TargetPolicy } from '../../adapters/notify/ssrf.js';
 import { queueNotifications, UPTIME_BUCKETS_MS } from './uptime.worker.js';
 import { webhookContext, type UptimeNotifier } from './notifier.js';
 import type { Access } from '../tenancy/context.js';
-
-export interface UptimeView {
-  enabled: boolean;
-  check_interval_sec: number;
-  check_path: string;
-  check_url: string;
-  chat_webhook_url: string | null;
-  notify_email: string | null;
-  status: UptimeStatus;
-  last_checked_at: string | null;
-  last_response_ms: number | null;
-}
+import type { UptimeHistory, UptimeMonitor, UptimeNotificationPage, UptimeTestResult } from './uptime.schema.js';
 
 export interface UptimeInput {
   enabled?: boolean | undefined;
@@ -46,30 +34,7 @@ export const UPTIME_DEFAULTS = {
   last_error: null,
 } as const satisfies Omit<UptimeMonitorsTable, 'project_id' | 'updated_at'>;
 
-export type HistoryPeriod = '24h' | '7d' | '30d';
-
-export interface HistoryView {
-  period: HistoryPeriod;
-  from: string;
-  to: string;
-  checks: number;
-  failures: number;
-  /** percent of successful checks, three decimals; null without checks */
-  availability: number | null;
-  /** of the successful checks: exact over 24 h, the upper bound of a histogram bucket over 7 and 30 days */
-  response_ms: { avg: number | null; p50: number | null; p95: number | null; p99: number | null };
-  /** hourly (24h, 7d) or daily (30d) */
-  series: { start: string; checks: number; failures: number; availability: number | null; avg_ms: number | null }[];
-  incidents: { id: string; started_at: string; ended_at: string | null; duration_sec: number; cause: string }[];
-}
-
-/** A delivery as the log shows it: the row without its project, its dedupe key and its cause. */
-export type NotificationView = Pick<UptimeNotificationsTable, 'id' | 'event' | 'channel' | 'status' | 'attempts' | 'response_status' | 'error' | 'created_at' | 'sent_at'>;
-
-export interface TestView {
-  webhook: Omit<DeliveryResult, 'channel'> | null;
-  email: Omit<DeliveryResult, 'channel'> | null;
-}
+export type HistoryPeriod = UptimeHistory['period'];
 
 const PERIOD_MS: Record<HistoryPeriod, number> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 
@@ -84,7 +49,7 @@ export class UptimeService {
     return { allowPrivate: this.deps.platform.notifyAllowPrivate ?? false };
   }
 
-  async get(access: Access, projectSlug: ProjectRef): Promise<UptimeView> {
+  async get(access: Access, projectSlug: ProjectRef): Promise<UptimeMonitor> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const row = await this.deps.store.repos.uptime.find(project.id);
     return this.view(access, project, row ?? { ...UPTIME_DEFAULTS, project_id: project.id, updated_at: project.created_at });
@@ -94,7 +59,7 @@ export class UptimeService {
    * Changes only the fields given. One upsert statement: the first PUT creates the row from the
    * defaults, and two concurrent PUTs of different fields both take effect.
    */
-  async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeView> {
+  async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeMonitor> {
     if (typeof input.chat_webhook_url === 'string') {
       const problem = checkUrlShape(input.chat_webhook_url, this.policy());
       if (problem !== null) throw invalid(problem);
@@ -115,7 +80,7 @@ export class UptimeService {
   }
 
   /** Availability, response times, a series and the incidents of the last 24 hours, 7 or 30 days. */
-  async history(access: Access, projectSlug: ProjectRef, period: HistoryPeriod): Promise<HistoryView> {
+  async history(access: Access, projectSlug: ProjectRef, period: HistoryPeriod): Promise<UptimeHistory> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const now = this.deps.clock.now();
     const from = new Date(now.getTime() - PERIOD_MS[period]);
@@ -173,7 +138,7 @@ export class UptimeService {
   }
 
   /** The delivery log: every notification of the project, newest first. */
-  async notifications(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<{ notifications: NotificationView[]; total: number; page: number; limit: number }> {
+  async notifications(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<UptimeNotificationPage> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const { rows, total } = await this.deps.store.repos.uptime.notifications(project.id, limit, (page - 1) * limit);
     return {
@@ -185,7 +150,7 @@ export class UptimeService {
   }
 
   /** A test notification to each configured channel, now: what each answered. */
-  async test(access: Access, projectSlug: ProjectRef): Promise<TestView> {
+  async test(access: Access, projectSlug: ProjectRef): Promise<UptimeTestResult> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);
     const monitor = await this.deps.store.repos.uptime.find(project.id);
     if (monitor === undefined || (monitor.chat_webhook_url === null && monitor.notify_email === null)) {
@@ -193,7 +158,7 @@ export class UptimeService {
     }
     const now = iso(this.deps.clock.now());
     const queued = await queueNotifications(this.deps.ids, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now, null, 'sending');
-    const view: TestView = { webhook: null, email: null };
+    const view: UptimeTestResult = { webhook: null, email: null };
     for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);
       view[channel] = result;
@@ -201,7 +166,7 @@ export class UptimeService {
     return view;
   }
 
-  private view(_access: Access, project: ProjectRow, row: UptimeMonitorsTable): UptimeView {
+  private view(_access: Access, project: ProjectRow, row: UptimeMonitorsTable): UptimeMonitor {
     const { appsDomain, routerPort } = this.deps.platform;
     return {
       enabled: row.enabled === 1,

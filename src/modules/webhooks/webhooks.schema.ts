@@ -88,6 +88,7 @@ const BODY =
   'a wrongly signed one (or an unknown webhook URL) against the client address.';
 
 export const githubAppWebhook = {
+  operationId: 'receiveGitHubAppWebhook',
   tags: ['Webhooks'],
   summary: 'GitHub App webhook: a signed push deploys the projects connected through that installation (no API key)',
   description:
@@ -112,6 +113,7 @@ export const githubAppWebhook = {
 };
 
 export const connectionWebhook = {
+  operationId: 'receiveGitWebhook',
   tags: ['Webhooks'],
   summary: 'Repository webhook of one Git connection: a signed push deploys that connection\'s project (no API key)',
   description:
