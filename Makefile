@@ -13,7 +13,7 @@ SLIPWAY_PAYMENTS ?= sandbox
 # What `make run` needs besides Docker (scripts/ensure-docker.sh): command:Debian package.
 RUN_NEEDS := git:git nginx:nginx-light
 
-.PHONY: run run-system build install test typecheck lint clean bench-router
+.PHONY: run run-system build install test test-services typecheck lint clean bench-router
 
 $(NODE_MODULES_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund
@@ -66,14 +66,21 @@ typecheck: install
 lint: install
 	npx eslint .
 
-## Install what the tests need, type-check, lint and run the whole suite; ends with "N passed, N failed".
-test: build typecheck lint
+## Install what the tests need, type-check, lint and run the whole suite (the three tiers, docs/testing.md);
+## ends with "N passed, N failed".
+## The compile, the type check, the lint and the test services are prepared side by side (-j4): each is
+## mostly one process, and the services wait on apt, PostgreSQL and Docker rather than on the CPU.
+test: install
+	@$(MAKE) --no-print-directory -j4 --output-sync=target build typecheck lint test-services
+	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
+
+# One after the other: each may run apt-get, which takes the dpkg lock.
+test-services:
 	@bash scripts/ensure-system.sh
 	@url=$$(bash scripts/ensure-postgres.sh) && echo "SLIPWAY_TEST_PG_URL=$$url" > .test-env
 	@bash scripts/ensure-shared-servers.sh >> .test-env
 	@bash scripts/ensure-docker.sh
 	@bash scripts/ensure-db-images.sh
-	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
 
 .PHONY: db-images
 

@@ -1,7 +1,17 @@
 #!/usr/bin/env node
-// Runs the vitest suite and closes with the plain line CI reads: "N passed, N failed".
+// Runs the vitest suite (or the tiers named by `--project unit|store|e2e`) and closes with the plain
+// line CI reads: "N passed, N failed".
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+
+// The service URLs `make test` wrote (scripts/ensure-postgres.sh, ensure-shared-servers.sh), so that
+// `npm run test:store` works after one `make test`; a variable already set wins.
+if (existsSync('.test-env')) {
+  for (const line of readFileSync('.test-env', 'utf8').split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq > 0 && !line.startsWith('#')) process.env[line.slice(0, eq)] ??= line.slice(eq + 1);
+  }
+}
 
 const out = 'test-results/vitest.json';
 mkdirSync('test-results', { recursive: true });

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { createUser, CliError, grantCredit, verifyUser } from './app/admin/admin.js';
 import { linkInstallation } from './app/admin/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './app/config.js';
-import { StartError } from './app/create-deps.js';
+import { StartError } from './app/settings.js';
 import { startServer, VERSION } from './app/server.js';
 
 const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Writable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -28,10 +27,9 @@ import { gitRoutes } from '../modules/projects/git.routes.js';
 import { githubRoutes } from '../modules/github/github.routes.js';
 import { logRoutes } from '../modules/logs/logs.routes.js';
 import { analyzeRoutes } from '../modules/logs/analyze.routes.js';
-import { LogAnalysisService } from '../modules/logs/analysis.service.js';
-import { LlmAnalyzer, type LlmOptions } from '../modules/logs/llm.js';
-import { ANALYZE_RATE_LIMIT, AnalysisPool, type AnalysisPoolOptions } from '../modules/logs/analysis-pool.js';
+import { ANALYZE_RATE_LIMIT } from '../modules/logs/analysis-pool.js';
 import { projectRoutes } from '../modules/projects/projects.routes.js';
+import { metricsRoutes } from '../modules/metrics/metrics.routes.js';
 import { paymentWebhookRoutes, walletRoutes } from '../modules/billing/wallet.routes.js';
 import { envRoutes } from '../modules/env/env.routes.js';
 import { uptimeRoutes } from '../modules/uptime/uptime.routes.js';
@@ -41,37 +39,14 @@ import { memberRoutes } from '../modules/tenancy/members.routes.js';
 import { systemRoutes } from '../modules/system/system.routes.js';
 import { workspaceRoutes } from '../modules/tenancy/workspaces.routes.js';
 import { ErrorEnvelopeSchema } from '../http/schemas.js';
-import { createServices, type Services } from './services.js';
+import { createServices, leaderLinks, type Services } from './compose.js';
+import type { ApiSettings } from './settings.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
 
-export interface AppDeps extends Deps {
-  rateLimit: RateLimit;
-  /** Requests from one client address without a valid key (failed auth, invitation accept). */
-  anonymousRateLimit: RateLimit;
-  /** Signed GitHub deliveries per receiver, counted after the signature check (default 10/s, burst 200). */
-  webhookRateLimit?: RateLimit;
-  log: { level: string; stream?: Writable };
-  /** reverse proxies whose X-Forwarded-For is believed; empty: the TCP peer is the client */
-  trustProxy?: string[];
-  /** `--metrics-token`: GET /metrics on the API answers to this bearer token only; absent or empty: 404 there (the metrics listener serves it) */
-  metricsToken?: string;
-  /** the address blocks of tenant containers (the workspace networks), whose connections are refused; absent: none */
-  tenantNetworks?: TenantNetworks;
-  /** `--github-webhook-secret`: verifies POST /api/webhooks/github; absent or empty refuses every delivery */
-  githubWebhookSecret?: string;
-  version: string;
-  /** how often open streams re-check their caller (default and maximum 10 s; tests use less) */
-  streamRecheckMs?: number;
-  /** how often open streams ping their clients (default 30 s; tests use less) */
-  streamPingMs?: number;
-  /** rate-limit refusals are logged once per client per this interval (default 60 s) */
-  refusalLogMs?: number;
+/** What the HTTP API is built from: the services' dependencies, its settings (settings.ts) and the live tail's hub. */
+export interface AppDeps extends Deps, ApiSettings {
   /** the live tail's hub (src/modules/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
   liveLogs?: LiveLogs;
-  /** `--llm-base-url`: the OpenAI-compatible model POST …/logs/analyze also asks (docs/logs-analyzer.md) */
-  llm?: Pick<LlmOptions, 'baseUrl' | 'model' | 'apiKey' | 'timeoutMs'> | null;
-  /** POST …/logs/analyze: its own per-key rate limit, and the worker pool's size, queue and budget (docs/logs-analyzer.md#cost) */
-  analysis?: { rateLimit?: RateLimit | undefined } & AnalysisPoolOptions;
 }
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -97,8 +72,35 @@ export function loggerOptions(log: AppDeps['log'], stream: LogStream): FastifyLo
   };
 }
 
-/** The whole HTTP API, built but not listening: `main` and the tests both start it. */
+/**
+ * The whole HTTP API, built but not listening (`slipway serve` and the tests both start it):
+ * the Fastify instance and its shared plugins, every service (compose.ts), and each module's
+ * routes with its own service(s). The leader links are idle until a leader sets them (leader.ts).
+ */
 export async function buildApp(deps: AppDeps) {
+  const { app, metrics } = await createHttp(deps);
+  const leader = leaderLinks();
+  const services = createServices(deps, leader, {
+    log: app.log,
+    onLogsStored: (projectId) => { deps.liveLogs?.notify(projectId); },
+    githubWebhookSecret: deps.githubWebhookSecret,
+    llm: deps.llm,
+    analysisPool: deps.analysis,
+  });
+  app.addHook('onClose', async () => services.logAnalysis.close());
+  await registerRoutes(app, deps, services, metrics);
+  // tenant containers never reach the control plane (docs/security.md#metrics-and-the-control-planes-ports)
+  refuseTenants(app.server, deps.tenantNetworks ?? new TenantNetworks([]), app.log, 'API');
+  return { app, services, leader, metrics };
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>['app'];
+
+/**
+ * The Fastify instance and what every route shares: the request log, request ids, the
+ * validator, the latency histogram, the OpenAPI document, the error envelope and WebSockets.
+ */
+async function createHttp(deps: AppDeps) {
   // pino's own default when none is given: standard output, written asynchronously
   const access = new AccessLog(deps.log.stream ?? destination(1));
   const app = Fastify({
@@ -125,7 +127,6 @@ export async function buildApp(deps: AppDeps) {
   app.setValidatorCompiler(validatorCompiler());
   app.addSchema(ErrorEnvelopeSchema);
 
-  const services = createServices(deps, (projectId) => { deps.liveLogs?.notify(projectId); });
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
   registerProjectGauges(metrics, deps);
@@ -173,9 +174,22 @@ export async function buildApp(deps: AppDeps) {
   });
   await app.register(errorsPlugin);
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  return { app, metrics };
+}
+
+type Http = Awaited<ReturnType<typeof createHttp>>['app'];
+
+/**
+ * Each module's routes, with its own service(s), behind the auth plugin, which reaches the keys
+ * and the members through its ports.
+ */
+async function registerRoutes(app: Http, deps: AppDeps, services: Services, metrics: Registry): Promise<void> {
   await app.register(authPlugin, {
-    store: deps.store,
-    apiKeys: services.apiKeys,
+    ports: {
+      authenticate: (key) => services.apiKeys.authenticate(key),
+      membership: (slug, userId) => deps.store.repos.members.accessBySlug(slug, userId),
+      keyValidity: (keyId) => deps.store.repos.apiKeys.validity(keyId),
+    },
     keyBuckets: new TokenBuckets(deps.rateLimit, deps.clock),
     addressBuckets: new TokenBuckets(deps.anonymousRateLimit, deps.clock),
     receiverBuckets: new TokenBuckets(deps.webhookRateLimit ?? WEBHOOK_RATE_LIMIT, deps.clock),
@@ -186,41 +200,29 @@ export async function buildApp(deps: AppDeps) {
   });
 
   await app.register(systemRoutes, { store: deps.store, metrics, metricsToken: deps.metricsToken ?? '' });
-  await app.register(workspaceRoutes, { services });
-  await app.register(memberRoutes, { services });
-  await app.register(invitationRoutes, { services });
-  await app.register(apiKeyRoutes, { services });
-  await app.register(projectRoutes, { services });
-  await app.register(gitRoutes, { services });
-  await app.register(githubRoutes, { services });
-  await app.register(deploymentRoutes, { services });
-  await app.register(buildLogRoutes, { services });
-  if (deps.liveLogs !== undefined) await app.register(liveLogRoutes, { services, live: deps.liveLogs });
-  await app.register(deployActionRoutes, { services });
-  await app.register(walletRoutes, { services });
-  await app.register(envRoutes, { services });
-  await app.register(domainsRoutes, { services });
-  await app.register(uptimeRoutes, { services });
-  await app.register(databaseRoutes, { services });
-  await app.register(templateRoutes, { services });
-  await app.register(logRoutes, { services });
-  const llm =
-    deps.llm === undefined || deps.llm === null
-      ? undefined
-      : new LlmAnalyzer({ ...deps.llm, onFallback: (reason) => { app.log.warn({ reason }, 'log analysis: the model gave no usable answer; the built-in analysis was returned'); } });
-  const pool = new AnalysisPool(deps.analysis);
-  app.addHook('onClose', async () => pool.close());
+  await app.register(workspaceRoutes, { workspaces: services.workspaces });
+  await app.register(memberRoutes, { members: services.members });
+  await app.register(invitationRoutes, { invitations: services.invitations });
+  await app.register(apiKeyRoutes, { apiKeys: services.apiKeys });
+  await app.register(projectRoutes, { projects: services.projects, deploys: services.deploys });
+  await app.register(metricsRoutes, { metrics: services.metrics });
+  await app.register(gitRoutes, { git: services.git });
+  await app.register(githubRoutes, { installations: services.installations });
+  await app.register(deploymentRoutes, { deployments: services.deployments });
+  await app.register(buildLogRoutes, { deployments: services.deployments, buildLog: services.buildLog });
+  if (deps.liveLogs !== undefined) await app.register(liveLogRoutes, { projects: services.projects, live: deps.liveLogs });
+  await app.register(deployActionRoutes, { deploys: services.deploys, projects: services.projects });
+  await app.register(walletRoutes, { wallets: services.wallets });
+  await app.register(envRoutes, { envVars: services.envVars });
+  await app.register(domainsRoutes, { domains: services.domains });
+  await app.register(uptimeRoutes, { uptime: services.uptime });
+  await app.register(databaseRoutes, { databases: services.databases });
+  await app.register(templateRoutes, { templates: services.templates, envVars: services.envVars, domains: services.domains, deployments: services.deployments, deploys: services.deploys });
+  await app.register(logRoutes, { logs: services.logs });
   await app.register(analyzeRoutes, {
-    analysis: new LogAnalysisService(deps, deps.logs, services.envVars, llm, pool),
+    analysis: services.logAnalysis,
     buckets: new TokenBuckets(deps.analysis?.rateLimit ?? ANALYZE_RATE_LIMIT, deps.clock),
   });
-  await app.register(webhookRoutes, { services, githubSecret: deps.githubWebhookSecret ?? '' });
-  await app.register(paymentWebhookRoutes, { services });
-
-  // tenant containers never reach the control plane (docs/security.md#metrics-and-the-control-planes-ports)
-  refuseTenants(app.server, deps.tenantNetworks ?? new TenantNetworks([]), app.log, 'API');
-
-  return { app, services: services satisfies Services, metrics };
+  await app.register(webhookRoutes, { webhooks: services.webhooks });
+  await app.register(paymentWebhookRoutes, { wallets: services.wallets });
 }
-
-export type App = Awaited<ReturnType<typeof buildApp>>['app'];

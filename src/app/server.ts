@@ -1,41 +1,19 @@
-import { engineContainers } from '../modules/billing/meter.js';
-import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
-import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
-import { billingPolicy } from '../modules/billing/policy.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
-import { UptimeNotifier } from '../modules/uptime/notifier.js';
-import { CrashAlerts } from '../modules/uptime/crash-alerts.js';
-import { ResourceSampler } from '../modules/metrics/metrics.worker.js';
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { join } from 'node:path';
-import Docker from 'dockerode';
+import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import { LEASE_MS, type Services } from './services.js';
-import { GitSource } from '../adapters/git/index.js';
+import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
 import { superviseEngine } from '../modules/deployments/engine/engine-supervisor.js';
-import { Orchestrator } from '../modules/deployments/engine/orchestrator.js';
-import { standbyEngine } from '../modules/deployments/engine/standby.js';
-import { createRouterDriver, type RouterDriver, type RouterLog } from '../adapters/router/index.js';
-import { DockerRuntime } from '../adapters/runtime/docker/docker.runtime.js';
-import { buildApp, type App } from './http.js';
-import { TenantNetworks } from '../http/tenant-guard.js';
+import type { Deps } from '../modules/deps.js';
+import { LiveLogs } from '../modules/logs/live.js';
 import { startMetricsListener, type MetricsListener } from '../modules/metrics/listener.js';
+import type { LogStore } from '../domain/logs.js';
+import { createStore, type Store } from '../store/db.js';
+import { createDeps } from './adapters.js';
 import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
-import { createStore, instanceId, type Store } from '../store/db.js';
-import { sharedPrefix } from '../modules/databases/shared.js';
-import { createDeps, StartError } from './create-deps.js';
-import type { Deps } from '../modules/deps.js';
-import type { Engine } from '../domain/ports.js';
-import type { LogStore } from '../domain/logs.js';
-import { LiveLogs } from '../modules/logs/live.js';
-import { LogCollector } from '../modules/logs/collector.js';
-import { databasePolicy } from '../modules/databases/policy.js';
-import { DatabaseWorker } from '../modules/databases/databases.worker.js';
-import { LogWriter } from '../modules/logs/log-writer.js';
-import { instanceLabels } from '../modules/deployments/engine/containers.js';
-import type { LeaderEngine } from '../modules/deployments/engine/engine-supervisor.js';
+import { buildApp, type App } from './http.js';
+import { observeEngine, startLeader } from './leader.js';
+import { apiSettings, StartError } from './settings.js';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -45,210 +23,6 @@ export interface Running {
   url: string;
   bootstrapped: Bootstrapped | null;
   close(): Promise<void>;
-}
-
-/**
- * Slipway's own container, when it runs in one that the engine knows (Docker names the host
- * after the container): `--upstream-mode network` attaches it to the workspace networks.
- */
-async function ownContainer(runtime: DockerRuntime, log: FastifyBaseLogger): Promise<string | undefined> {
-  const self = await runtime.inspect(hostname()).catch(() => null);
-  if (self !== null) return self.id;
-  log.warn({ hostname: hostname() }, 'upstream mode network: Slipway does not run in a container of this engine; the router reaches containers on their network addresses from the host');
-  return undefined;
-}
-
-/**
- * The router of the deploy engine. With ACME on (docs/router.md "TLS") it also listens for HTTPS,
- * answers HTTP-01, and carries the certificate manager, which starts after the data plane and
- * stops before it, inside the router's own start() and stop().
- */
-export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
-  const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log, clock: deps.clock };
-  const { acme } = config;
-  if (acme === null) return createRouterDriver(router);
-  let ca: string | undefined;
-  if (acme.caFile !== null) {
-    try {
-      ca = readFileSync(acme.caFile, 'utf8');
-    } catch (err) {
-      throw new StartError(`the ACME CA file ${acme.caFile} (--acme-ca-file) cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}.`);
-    }
-  }
-  // Loaded only with ACME on: the ACME client and its HTTP stack cost about 25 MiB of memory.
-  const { createAcmeRouter } = await import('../adapters/tls/index.js');
-  const acmeRouter = createAcmeRouter(
-    { ...router, tls: { listen: config.routerTlsListen } },
-    {
-      directoryUrl: acme.directoryUrl,
-      ...(acme.email === null ? {} : { email: acme.email }),
-      ...(ca === undefined ? {} : { ca }),
-      dir: join(config.dataDir, 'tls'),
-      clock: deps.clock,
-      // Only routed hosts get certificates, and a custom domain is routed once its ownership is
-      // proven (verified): a certificate no longer changes `verified`.
-      log,
-    },
-  );
-  return acmeRouter.router;
-}
-
-/** The deploy engine of `--engine docker`: the Docker runtime, the router and the workers; and the log collector (the leader's alone). */
-async function startEngine(config: Config, deps: Deps, services: Services, log: FastifyBaseLogger, liveLogs: LiveLogs): Promise<LeaderEngine> {
-  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit });
-  try {
-    await runtime.check();
-  } catch (err) {
-    throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
-  }
-  const githubApp = deps.github?.app;
-  // what this installation's engine objects carry (docs/operations.md#several-installations-on-one-engine)
-  const instance = await instanceId(deps.store);
-  const labels = instanceLabels(instance);
-  // uptime notifications: transitions, tests and crash alerts (the engine reports crashes)
-  const notifier = new UptimeNotifier({
-    repos: deps.store.repos,
-    clock: deps.clock,
-    secrets: deps.secrets,
-    mailer: deps.mailer,
-    appsDomain: deps.platform.appsDomain,
-    routerPort: deps.platform.routerPort,
-    policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false },
-    log,
-  });
-  const crashes = new CrashAlerts({ uptime: deps.store.repos.uptime, clock: deps.clock, ids: deps.ids, onQueued: () => { void notifier.wake(); }, log });
-  const sampler = new ResourceSampler({ runtime, metrics: deps.store.repos.metrics, clock: deps.clock, labels, log });
-  const orchestrator = new Orchestrator({
-    repos: deps.store.repos,
-    dialect: deps.store.dialect,
-    clock: deps.clock,
-    ids: deps.ids,
-    appsDomain: deps.platform.appsDomain,
-    queue: services.queue,
-    buildLog: services.buildLog,
-    envVars: services.envVars,
-    runtime,
-    router: await createRouter(config, deps, log),
-    git: new GitSource({ baseUrl: config.gitBaseUrl }),
-    githubApp,
-    baseImages: config.baseImages,
-    workDir: join(config.dataDir, 'builds'),
-    concurrency: config.buildConcurrency,
-    healthTimeoutMs: config.healthTimeoutMs,
-    shutdownGraceMs: config.shutdownGraceMs,
-    keepRouterOnExit: config.routerOnExit === 'keep',
-    upstreamMode: config.upstreamMode,
-    imageRetention: { keep: config.keepImages, everyMs: 60_000 },
-    self: config.upstreamMode === 'network' ? await ownContainer(runtime, log) : undefined,
-    leaseMs: LEASE_MS,
-    log,
-    instanceId: instance,
-    crashes,
-    usageOf: (id) => sampler.usageOf(id),
-  });
-  try {
-    await orchestrator.start();
-  } catch (err) {
-    await orchestrator.shutdown().catch(() => undefined);
-    throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const collector = await startCollector(config, deps, runtime, liveLogs, log);
-  const databases = new DatabaseWorker({
-    repos: deps.store.repos,
-    clock: deps.clock,
-    ids: deps.ids,
-    secrets: deps.secrets,
-    runtime,
-    policy: databasePolicy(deps.platform),
-    labels,
-    sharedPrefix: sharedPrefix(instance),
-    network: (ws) => orchestrator.workspaceNetwork(ws),
-    upstreamMode: config.upstreamMode,
-    logs: deps.logs,
-    log,
-  });
-  databases.start();
-  services.databases.attach(databases);
-  const billing = new BillingWorker({
-    store: deps.store,
-    clock: deps.clock,
-    ids: deps.ids,
-    policy: billingPolicy(deps.platform),
-    mailer: deps.mailer,
-    work: allWork(services.deploys, services.databases),
-    log,
-    containers: engineContainers(runtime, labels),
-  });
-  services.wallets.onCredited = (workspaceId) => { billing.credited(workspaceId); };
-  billing.start();
-  void crashes.watch(runtime, labels);
-  sampler.start();
-  const checker = new UptimeChecker({
-    store: deps.store,
-    clock: deps.clock,
-    random: deps.random,
-    ids: deps.ids,
-    appsDomain: deps.platform.appsDomain,
-    probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
-    onQueued: () => { void notifier.wake(); },
-    log,
-    rules: { ...DEFAULT_UPTIME_RULES, ...deps.platform.uptime },
-  });
-  checker.start();
-  // what a previous leader queued and did not deliver
-  void notifier.wake();
-  return {
-    wake: () => { orchestrator.wake(); },
-    stop: (project, deployment) => orchestrator.stop(project, deployment),
-    restart: (project, deployment) => orchestrator.restart(project, deployment),
-    routesChanged: (projectId) => orchestrator.routesChanged(projectId),
-    pods: (projectId, deploymentId) => orchestrator.pods(projectId, deploymentId),
-    databaseHealth: (databaseId) => orchestrator.databaseHealth(databaseId),
-    shutdown: async () => {
-      services.databases.attach(null);
-      services.wallets.onCredited = () => undefined;
-      await checker.stop();
-      await crashes.stop();
-      await sampler.stop();
-      await notifier.wake();
-      await billing.stop();
-      await databases.stop();
-      await collector.stop();
-      await orchestrator.shutdown();
-    },
-  };
-}
-
-/** Where this machine reaches a listener on `host` (every interface: the loopback). */
-const loopbackOf = (host: string): string => (host === '' || host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host);
-
-/** The apps' output into the log store (docs/logs.md#collection); a failing first scan is retried by the collector itself. */
-async function startCollector(config: Config, deps: Deps, runtime: DockerRuntime, liveLogs: LiveLogs, log: FastifyBaseLogger): Promise<LogCollector> {
-  const writer = new LogWriter({
-    logs: deps.logs,
-    onStored: (projects) => { for (const p of projects) liveLogs.notify(p); },
-    onError: (err) => { log.error({ err }, 'log batch not stored; retrying'); },
-  });
-  const collector = new LogCollector({
-    runtime,
-    logs: deps.logs,
-    writer,
-    labels: instanceLabels(await instanceId(deps.store)),
-    // a project's, or a managed database's (its server's lines are kept under its id)
-    projectExists: async (id) => (await deps.store.repos.projects.status(id)) !== undefined || (await deps.store.repos.databases.byId(id)) !== undefined,
-    log,
-    ratePerSecond: config.logRateLimit,
-  });
-  await collector.start();
-  return collector;
-}
-
-/**
- * The engine of a standby (another process holds the deploy-engine lease): the status view
- * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
- */
-async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**
@@ -269,7 +43,11 @@ const DOMAIN_VERIFY_EVERY_MS = 60_000;
 /** How often log retention and the per-project size cap are enforced (docs/logs.md#retention). */
 const LOG_RETENTION_EVERY_MS = 3_600_000;
 
-/** The composition root of `slipway serve`: every adapter is built here and injected. */
+/**
+ * `slipway serve`: the store, the adapters (adapters.ts), the HTTP API over every service
+ * (http.ts, compose.ts), the deploy engine when this process leads (leader.ts) or a standby's
+ * view of it, then the listeners and the background passes.
+ */
 export async function startServer(config: Config, log: { stream?: NodeJS.WritableStream } = {}): Promise<Running> {
   const store = await createStore(config.databaseUrl);
   let logs: LogStore | undefined;
@@ -279,22 +57,8 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     logs = deps.logs;
     const hub = new LiveLogs({ store: deps.logs, postgresUrl: store.dialect === 'postgres' ? config.databaseUrl : undefined });
     liveLogs = hub;
-    const tenants = new TenantNetworks(config.refuseNetworks);
-    const { app, services, metrics } = await buildApp({
-      ...deps,
-      rateLimit: config.rateLimit,
-      anonymousRateLimit: config.anonymousRateLimit,
-      webhookRateLimit: config.webhookRateLimit,
-      trustProxy: config.trustProxy,
-      githubWebhookSecret: config.githubWebhookSecret,
-      metricsToken: config.metricsToken,
-      tenantNetworks: tenants,
-      log: { level: config.logLevel, ...(log.stream === undefined ? {} : { stream: log.stream as never }) },
-      version: VERSION,
-      liveLogs,
-      llm: config.llm,
-      analysis: config.analysis,
-    });
+    const settings = apiSettings(config, VERSION, { stream: log.stream as Writable | undefined });
+    const { app, services, leader, metrics } = await buildApp({ ...deps, ...settings, liveLogs });
     warnIfSandbox(deps, app.log);
     // The engine and the router start before the API listens, and the API listens before
     // anything is bootstrapped: any of them failing must stop the start before the one-time key
@@ -306,8 +70,8 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
             clock: deps.clock,
             ids: deps.ids,
             log: app.log,
-            handle: services.engine,
-            startLeader: () => startEngine(config, deps, services, app.log, hub),
+            handle: leader.engine,
+            startLeader: () => startLeader({ config, deps, services, leader, liveLogs: hub, log: app.log }),
             standby: () => observeEngine(config, deps),
           })
         : null;
@@ -323,7 +87,7 @@ export async function startServer(config: Config, log: { stream?: NodeJS.Writabl
     if (config.metricsListen !== null) {
       const at = config.metricsListen;
       try {
-        metricsListener = await startMetricsListener({ host: at.host, port: at.port, registry: metrics, tenants, log: app.log });
+        metricsListener = await startMetricsListener({ host: at.host, port: at.port, registry: metrics, tenants: settings.tenantNetworks, log: app.log });
       } catch (err) {
         await engine?.stop();
         await app.close();

@@ -2,10 +2,8 @@ import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fast
 import fp from 'fastify-plugin';
 import { iso, type Clock } from '../domain/clock.js';
 import { AppError, forbidden, notFound, unauthorized } from '../domain/errors.js';
-import { ACTIONS, allows, type Action } from '../domain/roles.js';
-import type { Access, Caller } from '../modules/tenancy/context.js';
-import type { ApiKeyService } from '../modules/tenancy/api-keys.service.js';
-import type { Store } from '../store/db.js';
+import { ACTIONS, allows, type Action, type Role } from '../domain/roles.js';
+import type { Access, Caller, WorkspaceRecord } from '../domain/access.js';
 import { TokenBuckets } from './rate-limit.js';
 import type { RefusalKind, RefusalLog } from './request-log.js';
 
@@ -54,9 +52,18 @@ declare module 'fastify' {
   }
 }
 
+/** What the auth plugin asks of the keys and the members (the composition root fills it from the tenancy capability and the store). */
+export interface AuthPorts {
+  /** The caller of the presented key; throws UNAUTHORIZED saying why when there is none or it is not live. */
+  authenticate(key: string | undefined): Promise<Caller>;
+  /** The user's workspace of this slug and their role there; undefined when there is no such workspace or they are no member of it. */
+  membership(slug: string, userId: string): Promise<{ workspace: WorkspaceRecord; role: Role } | undefined>;
+  /** The key's revocation and expiry as they are now; undefined when it is gone. */
+  keyValidity(keyId: string): Promise<{ revoked_at: string | null; expires_at: string } | undefined>;
+}
+
 export interface AuthOptions {
-  store: Pick<Store, 'repos'>;
-  apiKeys: ApiKeyService;
+  ports: AuthPorts;
   keyBuckets: TokenBuckets;
   addressBuckets: TokenBuckets;
   /** signed webhook deliveries, per receiver (`app`, or a Git connection's webhook id) */
@@ -152,7 +159,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     }
     let caller: Caller;
     try {
-      caller = await opts.apiKeys.authenticate(presentedKey(request));
+      caller = await opts.ports.authenticate(presentedKey(request));
     } catch (err) {
       // Failed attempts spend the client address's tokens, so keys cannot be guessed at speed.
       limit(request, opts.addressBuckets, 'address', request.ip);
@@ -170,7 +177,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
 
   /** The caller's membership of `:slug` with a role that allows `action`: 404 for a non-member, 403 for a lower role. */
   async function membership(caller: Caller, action: Action, slug: string): Promise<Access> {
-    const found = await opts.store.repos.members.accessBySlug(slug, caller.user.id);
+    const found = await opts.ports.membership(slug, caller.user.id);
     if (found === undefined) throw notFound('Workspace');
     const { workspace, role } = found;
     if (!allows(role, action)) {
@@ -181,7 +188,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
 
   /** The admission again, for a caller already admitted (an open stream): the sentence says what changed. */
   async function recheck(caller: Caller, action: Action | undefined, slug: string): Promise<void> {
-    const key = await opts.store.repos.apiKeys.validity(caller.keyId);
+    const key = await opts.ports.keyValidity(caller.keyId);
     const revoked = key === undefined || key.revoked_at !== null;
     const expired = !revoked && key.expires_at <= iso(opts.clock.now());
     // Membership first: removing a member also revokes their keys listed under the workspace,

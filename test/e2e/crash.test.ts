@@ -14,9 +14,9 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
-import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
+import { apiClient, probeDuring, probeRouter, purgeInstallation, startServed } from '../factories/served.js';
 import { ensureBaseImage, ensureDatabaseImages, releaseTestRun } from '../factories/images.js';
-import { assertBuilt, freePort, killAll, sleep, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { assertBuilt, freePort, killAll, sleep, waitFor, type SlipwayProcess } from '../factories/process.js';
 import { inProgress } from '../factories/deployments.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
@@ -99,9 +99,7 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
   }
 
   async function serve(extra: string[] = []): Promise<SlipwayProcess> {
-    const p = startSlipway([...args, ...extra], { SLIPWAY_ENGINE: 'docker' });
-    await waitHealthy(p, api);
-    return p;
+    return (await startServed({ dataDir, port: apiPort, engine: 'docker', args: [...args, ...extra] })).proc;
   }
 
   /** The build log's lines, replayed over the WebSocket until `[END]`. */
@@ -164,11 +162,8 @@ describe('kill -9 of slipway serve in the middle of a build', () => {
     routerPort = await freePort();
     api = `http://127.0.0.1:${apiPort.toString()}`;
     args = [
-      'serve',
-      '--listen', `127.0.0.1:${apiPort.toString()}`,
       '--router-listen', `127.0.0.1:${routerPort.toString()}`,
       '--router', 'nginx',
-      '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--health-timeout', '30',
       '--shutdown-grace', '1',

@@ -307,7 +307,7 @@ describe('managed databases on the engine (sqlite)', () => {
   it('finishes a provisioning that a stopped leader left (a kill -9), brings back a removed container on its volume, and removes the servers of a deleted workspace', async () => {
     // no worker while the record is made: as if the leader died right after the API wrote it
     await engine.databases?.stop();
-    s.services.databases.attach(null);
+    s.leader.databases.clear();
     const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name: 'left behind', type: 'redis' } });
     expect(made.status).toBe(202);
     const created = made.body.data;
@@ -352,7 +352,7 @@ describe('managed databases on the engine (sqlite)', () => {
       expect((await s.request('DELETE', `/api/workspaces/${doomed.slug}`, { key: doomed.owner.key })).status).toBe(200);
       await gone(theirId);
     } finally {
-      s.services.databases.attach(null);
+      s.leader.databases.clear();
       await next.stop();
     }
   }, 300_000);
@@ -406,7 +406,7 @@ describe('managed databases on the engine (sqlite)', () => {
       await s.request('DELETE', `${base()}/${created.slug}`, { key: w.member.key });
       await gone(created.id);
     } finally {
-      s.services.databases.attach(null);
+      s.leader.databases.clear();
       await worker.stop();
     }
   }, 300_000);

@@ -88,7 +88,7 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
     worker = await startDatabaseWorker(s, { reconcileEveryMs: 500 });
   });
   afterAll(async () => {
-    s.services.databases.attach(null);
+    s.leader.databases.clear();
     await worker.stop();
     // whatever a failed case left on the servers goes: this server's prefix is its own
     for (const [type, url] of Object.entries(SHARED) as [Kind, string][]) {
@@ -303,7 +303,7 @@ describe('databases on shared servers (PostgreSQL, MariaDB, Redis on loopback)',
       expect(JSON.stringify(after)).not.toContain('admin-secret');
       expect(down.logs.join('\n')).not.toContain('admin-secret');
     } finally {
-      down.services.databases.attach(null);
+      down.leader.databases.clear();
       await downWorker.stop();
       await down.close();
     }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogLine } from '../../src/domain/logs.js';
 import { makeProject, makeWorkspace, startTestServer, type TestProject, type TestServer, type TestWorkspace } from '../factories/harness.js';
-import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy } from '../factories/process.js';
+import { assertBuilt, killAll } from '../factories/process.js';
+import { startServed } from '../factories/served.js';
 
 interface Analysis {
   summary: string;
@@ -200,12 +201,9 @@ describe('log analysis in the built service (bin/slipway serve)', () => {
   afterAll(killAll);
 
   it('runs the analysis in its worker from dist/ and keeps /healthz quick under the hostile body', TIMING, async () => {
-    const port = await freePort();
-    const data = mkdtempSync(join(tmpdir(), 'slipway-analyze-'));
-    const proc = startSlipway(['serve', '--listen', `127.0.0.1:${String(port)}`, '--data-dir', data, '--log-level', 'warn']);
-    const base = `http://127.0.0.1:${String(port)}`;
-    await waitHealthy(proc, base);
-    const key = await waitFor('the bootstrap key on stdout', () => /svc_sk_[0-9a-f]{40}/.exec(proc.stdout())?.[0], proc);
+    const served = await startServed({ dataDir: mkdtempSync(join(tmpdir(), 'slipway-analyze-')), args: ['--log-level', 'warn'] });
+    const base = served.api;
+    const key = await served.bootstrapKey();
     const post = async (path: string, body: unknown) => {
       const res = await fetch(base + path, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as { success: boolean; data?: Analysis; error?: string } };

@@ -50,7 +50,7 @@ describe('logs of an app deployed through the API (sqlite)', () => {
 
   beforeAll(async () => {
     base = await ensureBaseImage();
-    // the collector as `slipway serve` wires it on the leader (src/app/server.ts startCollector)
+    // the collector as `slipway serve` wires it on the leader (src/app/leader.ts startCollector)
     fx = await startDeployFixture('sqlite', 'acme/ticker', { engine: { logs: true } });
     await fx.repo.commit('v1', app(base, 'v1'));
     const { s } = fx;

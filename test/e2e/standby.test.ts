@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { RepoRoot, type TestRepo } from '../factories/git-server.js';
 import { freshDatabase, STORE_KINDS, type TestDatabase } from '../factories/stores.js';
-import { apiClient, probeDuring, probeRouter, purgeInstallation } from '../factories/served.js';
+import { apiClient, probeDuring, probeRouter, purgeInstallation, startServed } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
-import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { assertBuilt, freePort, killAll, waitFor, type SlipwayProcess } from '../factories/process.js';
 import { settled } from '../factories/deployments.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 
@@ -38,20 +38,13 @@ describe.each(STORE_KINDS)('two Slipway processes on one store (%s): one engine,
   const procs: { proc: SlipwayProcess; api: string }[] = [];
 
   async function serve(extra: string[] = []): Promise<{ proc: SlipwayProcess; api: string }> {
-    const port = await freePort();
-    const api = `http://127.0.0.1:${port.toString()}`;
-    const proc = startSlipway([
-      'serve',
-      '--listen', `127.0.0.1:${port.toString()}`,
-      '--router-listen', `127.0.0.1:${routerPort.toString()}`,
-      '--router', 'nginx',
-      '--data-dir', dataDir,
-      '--git-base-url', root.fileUrl,
-      '--log-level', 'info',
-      ...(database === undefined ? [] : ['--database-url', database.url]),
-      ...extra,
-    ], { SLIPWAY_ENGINE: 'docker' });
-    await waitHealthy(proc, api);
+    const { proc, api } = await startServed({
+      // one data directory (the secret key) for both processes; the PostgreSQL store when there is one
+      dataDir,
+      ...(database === undefined ? {} : { database }),
+      engine: 'docker',
+      args: ['--router-listen', `127.0.0.1:${routerPort.toString()}`, '--router', 'nginx', '--git-base-url', root.fileUrl, '--log-level', 'info', ...extra],
+    });
     const started = { proc, api };
     procs.push(started);
     return started;

@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RepoRoot } from '../factories/git-server.js';
-import { apiClient, purgeInstallation } from '../factories/served.js';
+import { apiClient, purgeInstallation, startServed } from '../factories/served.js';
 import { ensureBaseImage } from '../factories/images.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
 import { httpsGet } from '../factories/tls.js';
-import { assertBuilt, freePort, killAll, startSlipway, waitFor, waitHealthy, type SlipwayProcess } from '../factories/process.js';
+import { assertBuilt, freePort, killAll, waitFor, type SlipwayProcess } from '../factories/process.js';
 
 interface Domain {
   id: string;
@@ -59,10 +59,7 @@ describe('TLS with ACME through slipway serve', () => {
       'index.html': 'the shop, over TLS\n',
     });
     dns = await startDnsServer();
-    api = `http://127.0.0.1:${apiPort.toString()}`;
-    proc = startSlipway([
-      'serve',
-      '--listen', `127.0.0.1:${apiPort.toString()}`,
+    const served = await startServed({ dataDir, port: apiPort, engine: 'docker', args: [
       '--router-listen', `127.0.0.1:${routerPort.toString()}`,
       '--router-tls-listen', `127.0.0.1:${tlsPort.toString()}`,
       '--router', 'nginx',
@@ -71,13 +68,12 @@ describe('TLS with ACME through slipway serve', () => {
       '--acme-directory-url', pebble.directoryUrl,
       '--acme-ca-file', caFile,
       '--acme-email', 'ops@example.com',
-      '--data-dir', dataDir,
       '--git-base-url', root.fileUrl,
       '--log-level', 'info',
       '--dns-servers', dns.server,
-    ], { SLIPWAY_ENGINE: 'docker' });
-    await waitHealthy(proc, api);
-    key = await waitFor('the bootstrap key', () => /svc_sk_[0-9a-f]{40}/.exec(proc.stdout())?.[0], proc);
+    ] });
+    ({ proc, api } = served);
+    key = await served.bootstrapKey();
   }, 120_000);
 
   afterAll(async () => {

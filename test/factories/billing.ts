@@ -38,9 +38,7 @@ export function billingWorker(s: TestServer, containers: EngineContainers = stor
     log,
     containers,
   });
-  s.services.wallets.onCredited = (ws) => {
-    worker.credited(ws);
-  };
+  s.leader.billing.set(worker);
   return { worker, logged };
 }
 

@@ -28,7 +28,7 @@ export interface TestDatabaseWorkerOptions {
   attach?: boolean;
 }
 
-/** Starts a database worker over `s`'s store; stop it with stop() (and attach(null) when it was attached). */
+/** Starts a database worker over `s`'s store; stop it with stop() (and clear `s.leader.databases` when it was set). */
 export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorkerOptions = {}): Promise<DatabaseWorker> {
   const instance = await instanceId(s.store);
   const worker = new DatabaseWorker({
@@ -49,6 +49,6 @@ export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorke
     reconcileEveryMs: opts.reconcileEveryMs ?? 1000,
   });
   worker.start();
-  if (opts.attach !== false) s.services.databases.attach(worker);
+  if (opts.attach !== false) s.leader.databases.set(worker);
   return worker;
 }

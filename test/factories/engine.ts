@@ -87,7 +87,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     reconcileEveryMs: 1000,
     ...opts.tune,
   });
-  s.services.engine.use(orchestrator);
+  s.leader.engine.set(orchestrator);
   await orchestrator.start();
   let databases: DatabaseWorker | null = null;
   if (opts.databases !== undefined) {
@@ -121,7 +121,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     databases,
     close: async () => {
       await collector?.stop();
-      s.services.databases.attach(null);
+      s.leader.databases.clear();
       await databases?.stop();
       await orchestrator.shutdown();
       await runtime.purge({ labels: { 'slipway.instance': instance } });

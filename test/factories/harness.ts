@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { buildApp, type App, type AppDeps } from '../../src/app/http.js';
 import { TenantNetworks } from '../../src/http/tenant-guard.js';
 import { startMetricsListener } from '../../src/modules/metrics/listener.js';
-import type { Services } from '../../src/app/services.js';
+import type { LeaderLinks, Services } from '../../src/app/compose.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
 import { createStore, type Store } from '../../src/store/db.js';
@@ -54,6 +54,8 @@ export interface TestServer {
   app: App;
   store: Store;
   services: Services;
+  /** what the leader's workers set in `serve` (the engine, the database and billing workers): a test's own workers set them */
+  leader: LeaderLinks;
   deps: Deps;
   clock: TestClock;
   database: TestDatabase;
@@ -113,7 +115,7 @@ export async function startTestServer(
     },
   });
   const liveLogs = new LiveLogs({ store: logStore, postgresUrl: database.kind === 'postgres' ? database.url : undefined });
-  const { app, services, metrics } = await buildApp({
+  const { app, services, leader, metrics } = await buildApp({
     ...deps,
     rateLimit: opts.rateLimit ?? GENEROUS,
     anonymousRateLimit: opts.anonymousRateLimit ?? GENEROUS,
@@ -165,6 +167,7 @@ export async function startTestServer(
     app,
     store,
     services,
+    leader,
     deps,
     clock,
     database,

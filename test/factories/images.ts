@@ -8,8 +8,8 @@
 // end; a test file run without that setup gets a run of its own and cleans up with
 // releaseTestRun().
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmod, copyFile, mkdir, mkdtemp, open, rm, symlink, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, copyFile, mkdir, mkdtemp, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -205,13 +205,34 @@ export async function teardown(): Promise<void> {
   if (run !== undefined) await removeTestRun(run);
 }
 
+const DB_IMAGES_SCRIPT = new URL('../../scripts/ensure-db-images.sh', import.meta.url).pathname;
+let databaseImages: Promise<void> | null = null;
+
 /**
  * The locally built database images (`slipway-local/postgresql|mysql|redis:latest`), built once
- * by `make test` before the suites (scripts/ensure-db-images.sh, which only checks when they are
- * up to date) and kept between runs: they carry no run label.
+ * by `make test` before the suites (scripts/ensure-db-images.sh) and kept between runs: they carry
+ * no run label. Checked here through the Engine API (each carries the SHA-256 of the script that
+ * built it); the script runs only when one is missing or stale, once per process. An engine that
+ * fails to answer fails the check instead of rebuilding the images under the other suites.
  */
-export async function ensureDatabaseImages(): Promise<void> {
-  await promisify(execFile)('bash', [new URL('../../scripts/ensure-db-images.sh', import.meta.url).pathname], { maxBuffer: 16 * 1024 * 1024 });
+export function ensureDatabaseImages(docker: Docker = new Docker()): Promise<void> {
+  databaseImages ??= (async () => {
+    const recipe = createHash('sha256').update(await readFile(DB_IMAGES_SCRIPT)).digest('hex');
+    const labels = await Promise.all(
+      ['postgresql', 'mysql', 'redis'].map(async (kind) => {
+        try {
+          return (await docker.getImage(`slipway-local/${kind}:latest`).inspect()).Config.Labels['slipway.local.recipe'];
+        } catch (err) {
+          if (typeof err === 'object' && err !== null && 'statusCode' in err && err.statusCode === 404) return undefined;
+          throw err;
+        }
+      }),
+    );
+    if (labels.every((l) => l === recipe)) return;
+    await promisify(execFile)('bash', [DB_IMAGES_SCRIPT], { maxBuffer: 16 * 1024 * 1024 });
+  })();
+  databaseImages.catch(() => (databaseImages = null));
+  return databaseImages;
 }
 
 let nodeClients: Promise<string> | null = null;

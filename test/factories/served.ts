@@ -1,12 +1,76 @@
-// Helpers for tests that run the built `slipway serve` as a child process with the Docker engine
-// (crash, standby, tls): the API called with the bootstrap key, the router probed by Host header,
-// and the installation's engine objects removed afterwards.
-import { existsSync } from 'node:fs';
+// The test server as a process: the built `slipway serve` started the way a user starts it
+// (startServed), for the tests that need what only the real program does (bootstrap, signals,
+// flags and variables, the leader's engine, crashes). The in-process server of the same API is
+// startTestServer (harness.ts); docs/testing.md#fixture says which to use. Also: the API called
+// with the bootstrap key, the router probed by Host header, the installation's engine objects
+// removed afterwards.
+import { existsSync, mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
 import { createStore, instanceId } from '../../src/store/db.js';
+import { freePort, startSlipway, waitFor, waitHealthy, type Exit, type SlipwayProcess } from './process.js';
+import type { TestDatabase } from './stores.js';
+
+export interface ServeOptions {
+  /** the store: SQLite in its directory, or its PostgreSQL database (`--database-url`); its directory is the data directory */
+  database?: TestDatabase;
+  /** the data directory (`--data-dir`); default the database's directory, else a fresh temporary one */
+  dataDir?: string;
+  /** the API's port on 127.0.0.1 (`--listen`); default a free one */
+  port?: number;
+  /** `docker`: the leader's engine on Docker (SLIPWAY_ENGINE=docker); default none (the control plane only) */
+  engine?: 'docker';
+  /** any other flag, after these */
+  args?: readonly string[];
+  /** variables for the process (a SLIPWAY_* one is a setting) */
+  env?: Record<string, string>;
+}
+
+export interface Served {
+  proc: SlipwayProcess;
+  /** the API's base URL, http://127.0.0.1:port */
+  api: string;
+  port: number;
+  dataDir: string;
+  /** the bootstrap key this start printed on stdout (a first start prints one) */
+  bootstrapKey(): Promise<string>;
+  /** signals the process (default SIGTERM) and waits for its exit */
+  stop(signal?: NodeJS.Signals): Promise<Exit>;
+}
+
+const BOOTSTRAP_KEY = /svc_sk_[0-9a-f]{40}/;
+
+/** The flags `startServed` passes for `o`, before `o.args`. */
+export function serveArgs(o: Pick<ServeOptions, 'database' | 'dataDir'> & { port: number }): string[] {
+  const dataDir = o.dataDir ?? o.database?.dir;
+  return [
+    'serve',
+    '--listen', `127.0.0.1:${o.port.toString()}`,
+    ...(dataDir === undefined ? [] : ['--data-dir', dataDir]),
+    ...(o.database?.kind === 'postgres' ? ['--database-url', o.database.url] : []),
+  ];
+}
+
+/** `bin/slipway serve` on a free loopback port, answering /healthz; killed by killAll() (process.ts). */
+export async function startServed(o: ServeOptions = {}): Promise<Served> {
+  const port = o.port ?? (await freePort());
+  const dataDir = o.dataDir ?? o.database?.dir ?? mkdtempSync(join(tmpdir(), 'slipway-serve-'));
+  const env = { ...(o.engine === 'docker' ? { SLIPWAY_ENGINE: 'docker' } : {}), ...o.env };
+  const proc = startSlipway([...serveArgs({ ...o, port, dataDir }), ...(o.args ?? [])], env);
+  const api = `http://127.0.0.1:${port.toString()}`;
+  await waitHealthy(proc, api);
+  return {
+    proc,
+    api,
+    port,
+    dataDir,
+    bootstrapKey: () => waitFor('the bootstrap key on stdout', () => BOOTSTRAP_KEY.exec(proc.stdout())?.[0], proc),
+    stop: (signal = 'SIGTERM') => proc.stop(signal),
+  };
+}
 
 export interface Envelope<T> {
   success?: boolean;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { resolveConfig } from '../../src/app/config.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { RouteTable, type RouterDriver, type RouterLog } from '../../src/adapters/router/index.js';
-import { createRouter } from '../../src/app/server.js';
+import { createRouter } from '../../src/app/leader.js';
 import { createStore, type Store } from '../../src/store/db.js';
 import { createAcmeRouter, type CertificateManager } from '../../src/adapters/tls/index.js';
 import { startPebble, type Pebble } from '../factories/pebble.js';

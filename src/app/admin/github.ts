@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { GitHubAppError } from '../../adapters/git/github-app.js';
 import { iso, systemClock } from '../../domain/clock.js';
-import { createDeps } from '../create-deps.js';
+import { createDeps } from '../adapters.js';
 import type { LogStore } from '../../domain/logs.js';
 import { createStore } from '../../store/db.js';
 import { CliError } from './admin.js';

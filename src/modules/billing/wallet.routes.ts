@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { GatewayError, GatewaySignatureError } from './gateways/gateway.js';
 import { invalid, unauthorized } from '../../domain/errors.js';
-import type { Services } from '../../app/services.js';
+import type { WalletService } from './wallet.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './wallet.schema.js';
 
 /** The wallet (docs/billing.md): members read the balance and usage; owners and admins the rest. */
-export const walletRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { wallets } = services;
+export const walletRoutes: FastifyPluginAsyncTypebox<{ wallets: WalletService }> = async (app, { wallets }) => {
 
   app.get('/api/workspaces/:slug/wallet', { schema: s.getWallet, config: { action: 'workspace.read' } }, async (req) => ok(await wallets.get(accessOf(req))));
 
@@ -39,7 +38,7 @@ export const walletRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
  * The gateways' webhooks, without an API key (rate-limited per address). Encapsulated: the body
  * stays raw for the signature check, which the gateways verify against the exact bytes.
  */
-export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ wallets: WalletService }> = async (app, { wallets }) => {
   app.removeAllContentTypeParsers();
   const raw = (_req: unknown, body: Buffer, done: (err: Error | null, body?: Buffer) => void) => {
     done(null, body);
@@ -50,7 +49,7 @@ export const paymentWebhookRoutes: FastifyPluginAsyncTypebox<{ services: Service
     const body = req.body;
     if (!Buffer.isBuffer(body)) throw invalid('The body must be the gateway\'s JSON event, sent as application/json.');
     try {
-      return ok({ outcome: await services.wallets.receiveWebhook(req.params.gateway, body, req.headers) });
+      return ok({ outcome: await wallets.receiveWebhook(req.params.gateway, body, req.headers) });
     } catch (err) {
       if (err instanceof GatewaySignatureError) throw unauthorized(`The webhook signature does not hold: ${err.message}`);
       if (err instanceof GatewayError) throw invalid(`The webhook body cannot be read: ${err.message}`);

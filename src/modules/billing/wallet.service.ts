@@ -3,7 +3,8 @@ import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
 import type { Deps } from '../deps.js';
 import type { PaymentRow, Usage, Wallet as WalletRow } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
 import { billingPolicy } from './policy.js';
@@ -19,16 +20,25 @@ function topupHint(gateways: Deps['gateways']): string {
   return 'this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit)';
 }
 
+/** The leader's billing worker, as the wallet sees it. */
+export interface CreditListener {
+  credited(workspaceId: string): void;
+}
+
+/** No leader in this process: its billing worker finds the credit at its next pass. */
+export const noCreditListener: CreditListener = { credited: () => undefined };
+
 /**
  * The wallet of a workspace (docs/billing.md): its balance and ledger, usage, top-ups through the
  * payment gateways and their webhooks. Money moves only inside one store transaction with its
  * ledger row (WalletRepository.post).
  */
 export class WalletService {
-  /** told when a credit may have brought a workspace back above 0 (the billing worker resumes its work) */
-  onCredited: (workspaceId: string) => void = () => undefined;
-
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly deps: Deps,
+    /** told when a credit may have brought a workspace back above 0: the leader's billing worker resumes its work */
+    private readonly billing: Late<CreditListener>,
+  ) {}
 
   /** The provider of a top-up path; 503 naming the settings when the operator configured none (and the sandbox is off). */
   gateway(name: GatewayName): PaymentGateway {
@@ -231,7 +241,7 @@ export class WalletService {
       });
       return true;
     });
-    if (credited) this.onCredited(payment.workspace_id);
+    if (credited) this.billing.get().credited(payment.workspace_id);
     return credited;
   }
 

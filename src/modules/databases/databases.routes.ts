@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { DatabaseService } from './databases.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './databases.schema.js';
 
-export const databaseRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { databases } = services;
+export const databaseRoutes: FastifyPluginAsyncTypebox<{ databases: DatabaseService }> = async (app, { databases }) => {
   const base = '/api/workspaces/:slug/databases';
 
   app.post(base, { schema: s.createDatabase, config: { action: 'workspace.operate' } }, async (req, reply) =>

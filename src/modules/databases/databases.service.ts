@@ -19,7 +19,8 @@ import { slugify } from '../../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
 import { databasePolicy, passwordContext } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
@@ -33,7 +34,8 @@ export interface DatabaseWork {
   setLocked(row: DatabaseRow, locked: boolean): Promise<void>;
 }
 
-const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
+/** No leader's worker in this process (a standby, `--engine none`): the rows wait in the store for the leader's. */
+export const idleDatabaseWork: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.resolve() };
 
 /**
  * The API side of managed databases (docs/databases.md): records, credentials and statuses. The
@@ -41,18 +43,13 @@ const idle: DatabaseWork = { wake: () => undefined, setLocked: () => Promise.res
  * which takes `provisioning` and `deleting` rows as its work.
  */
 export class DatabaseService {
-  private work: DatabaseWork = idle;
-
   constructor(
     readonly deps: Deps,
     private readonly wallets: WalletService,
-    private readonly engine: Pick<Engine, 'databaseHealth'>,
+    private readonly engine: Late<Pick<Engine, 'databaseHealth'>>,
+    /** the leader's worker in this process, woken when there is work (idle without one) */
+    private readonly worker: Late<DatabaseWork>,
   ) {}
-
-  /** The leader's worker in this process (or none: a standby, `--engine none`). */
-  attach(work: DatabaseWork | null): void {
-    this.work = work ?? idle;
-  }
 
   async create(access: Access, input: { name: string; type: string }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
@@ -62,7 +59,7 @@ export class DatabaseService {
     } catch (err) {
       throw this.taken(err, row);
     }
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, password);
   }
 
@@ -159,7 +156,7 @@ export class DatabaseService {
       if (row.status !== from) continue;
       if (row.provisioner === 'shared') {
         try {
-          await this.work.setLocked(row, to === 'suspended');
+          await this.worker.get().setLocked(row, to === 'suspended');
         } catch (err) {
           failures.push(`${row.slug}: ${err instanceof Error ? err.message : String(err)}`);
           continue;
@@ -170,13 +167,13 @@ export class DatabaseService {
         moved++;
       }
     }
-    if (moved > 0) this.work.wake();
+    if (moved > 0) this.worker.get().wake();
     if (failures.length > 0) throw new Error(`databases on a shared server could not be ${to === 'suspended' ? 'suspended' : 'resumed'}: ${failures.join('; ')}`);
     return moved;
   }
 
   wake(): void {
-    this.work.wake();
+    this.worker.get().wake();
   }
 
   /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
@@ -196,7 +193,7 @@ export class DatabaseService {
 
   async get(access: Access, slug: string): Promise<DatabaseDetail> {
     const row = await this.resolve(access, slug);
-    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.databaseHealth(row.id)]);
+    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.get().databaseHealth(row.id)]);
     return {
       ...databaseView(row, null),
       health:
@@ -227,7 +224,7 @@ export class DatabaseService {
       row.status = 'deleting';
       row.updated_at = now;
     }
-    this.work.wake();
+    this.worker.get().wake();
     return databaseView(row, null);
   }
 

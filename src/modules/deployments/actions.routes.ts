@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { DeployService } from './deploy.service.js';
+import type { ProjectService } from '../projects/projects.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './actions.schema.js';
 
-export const deployActionRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { deploys, projects } = services;
+export const deployActionRoutes: FastifyPluginAsyncTypebox<{ deploys: DeployService; projects: ProjectService }> = async (app, { deploys, projects }) => {
   const project = '/api/workspaces/:slug/projects/:project_slug';
   const operate = { action: 'workspace.operate' } as const;
 

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalid } from '../../domain/errors.js';
 import { isActive } from '../../domain/deployment.js';
-import type { Services } from '../../app/services.js';
+import type { DeploymentService } from './deployments.service.js';
+import type { BuildLog } from './build-log.js';
 import { accessOf } from '../../http/auth.js';
 import { serveStream } from '../../http/stream.js';
 import { BUILD_LOG_START } from './build-log.js';
@@ -12,8 +13,7 @@ import { SCOPES } from '../projects/scopes.js';
 /** How often a follower on this replica looks at the store for lines written elsewhere. */
 const POLL_MS = 1000;
 
-export const buildLogRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { deployments, buildLog } = services;
+export const buildLogRoutes: FastifyPluginAsyncTypebox<{ deployments: DeploymentService; buildLog: BuildLog }> = async (app, { deployments, buildLog }) => {
 
   for (const scope of SCOPES) {
     app.route({

@@ -8,7 +8,8 @@ import type { Deployment } from './deployments.schema.js';
 import { deploymentView } from './deployments.service.js';
 import type { DeploymentRow } from '../../store/schema.js';
 import type { Engine } from '../../domain/ports.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import { holdMemoryRoom } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
@@ -71,8 +72,8 @@ export class DeployService {
     private readonly deps: Deps,
     private readonly queue: DeployQueue,
     private readonly wallets: WalletService,
-    /** the engine of the moment (an EngineHandle) */
-    private readonly engine: Engine,
+    /** the engine of the moment: the leader's, the standby's, or idle */
+    private readonly engine: Late<Engine>,
   ) {}
 
   async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<Deployment> {
@@ -147,7 +148,7 @@ export class DeployService {
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
     await refreshProjectStatus(this.deps.store.repos, project.id, iso(this.deps.clock.now()));
-    await this.engine.stop(project, target);
+    await this.engine.get().stop(project, target);
     return deploymentView(stopped);
   }
 
@@ -157,7 +158,7 @@ export class DeployService {
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
-    await this.engine.restart(project, current);
+    await this.engine.get().restart(project, current);
     return project;
   }
 
@@ -224,7 +225,7 @@ export class DeployService {
         if (current?.status === 'running') {
           const row = await this.queue.advance(current.id, null, { kind: 'stop' });
           if (row !== null) {
-            await this.engine.stop(project, current);
+            await this.engine.get().stop(project, current);
             stopped++;
           }
         }
@@ -339,7 +340,7 @@ export class DeployService {
   /** A deployment just queued: its project's status follows, and the engine looks at the queue. */
   private async started(row: DeploymentRow): Promise<Deployment> {
     await refreshProjectStatus(this.deps.store.repos, row.project_id, iso(this.deps.clock.now()));
-    this.engine.wake();
+    this.engine.get().wake();
     return deploymentView(row);
   }
 

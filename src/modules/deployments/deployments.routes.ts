@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { DeploymentService } from './deployments.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './deployments.schema.js';
 
-export const deploymentRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { deployments } = services;
+export const deploymentRoutes: FastifyPluginAsyncTypebox<{ deployments: DeploymentService }> = async (app, { deployments }) => {
   const base = '/api/workspaces/:slug/projects/:project_slug/deployments';
 
   app.get(base, { schema: s.listDeployments, config: { action: 'workspace.read' } }, async (req) =>

@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { DeploymentRow } from '../../store/schema.js';
 import type { Deployment, DeploymentPage } from './deployments.schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 /** What the API shows of a deployment: the queue's lease bookkeeping stays inside. */
 export const deploymentView = (row: DeploymentRow): Deployment => ({

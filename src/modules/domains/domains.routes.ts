@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { DomainService } from './domains.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './domains.schema.js';
 
-export const domainsRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { domains } = services;
+export const domainsRoutes: FastifyPluginAsyncTypebox<{ domains: DomainService }> = async (app, { domains }) => {
   const base = '/api/workspaces/:slug/projects/:project_slug/domains';
 
   app.get(base, { schema: s.listDomains, config: { action: 'workspace.read' } }, async (req) =>

@@ -7,7 +7,7 @@ import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js'
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DomainsTable } from '../../store/schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { Domain } from './domains.schema.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 

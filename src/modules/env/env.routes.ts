@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { EnvService } from './env.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './env.schema.js';
 
-export const envRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { envVars } = services;
+export const envRoutes: FastifyPluginAsyncTypebox<{ envVars: EnvService }> = async (app, { envVars }) => {
   const base = '/api/workspaces/:slug/projects/:project_slug/env';
 
   app.get(base, { schema: s.listEnv, config: { action: 'workspace.read' } }, async (req) =>

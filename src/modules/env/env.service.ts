@@ -7,7 +7,7 @@ import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type Projec
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
 import type { EnvVarsTable } from '../../store/schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
 import type { BulkCounts, EnvVar } from './env.schema.js';
 

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { GitHubInstallationService } from './installations.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './github.schema.js';
 
-export const githubRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { installations } = services;
+export const githubRoutes: FastifyPluginAsyncTypebox<{ installations: GitHubInstallationService }> = async (app, { installations }) => {
   const base = '/api/workspaces/:slug/github/installations';
 
   app.post(`${base}/link`, { schema: s.startLink, config: { action: 'integrations.manage' } }, async (req, reply) =>

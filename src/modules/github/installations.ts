@@ -15,7 +15,7 @@ import type { Deps } from '../deps.js';
 import { toNumber } from '../../store/dialects.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { GitHubInstallationsTable } from '../../store/schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { GitHubOAuth } from './oauth.js';
 import type { Installation, LinkedInstallation, LinkStart } from './github.schema.js';
 

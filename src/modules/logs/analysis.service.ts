@@ -3,7 +3,7 @@ import type { LogStore } from '../../domain/logs.js';
 import type { Deps } from '../deps.js';
 import type { EnvService } from '../env/env.service.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { Analysis } from './analyzer.js';
 import type { AnalysisPool } from './analysis-pool.js';
 import type { LlmAnalyzer } from './llm.js';
@@ -27,6 +27,11 @@ export class LogAnalysisService {
     private readonly llm: LlmAnalyzer | undefined,
     private readonly pool: AnalysisPool,
   ) {}
+
+  /** Stops the pool's workers (the app closes it). */
+  close(): Promise<void> {
+    return this.pool.close();
+  }
 
   async analyze(access: Access, projectSlug: ProjectRef, logs: string | undefined): Promise<Analysis> {
     const project = await resolveProject(this.deps.store.repos, access, projectSlug);

@@ -4,7 +4,7 @@ import { invalid } from '../../domain/errors.js';
 import type { LogEntry } from '../../domain/logs.js';
 import { MAX_TAIL, type LiveLogs, type LiveStart } from './live.js';
 import { parseTime } from './logs.service.js';
-import type { Services } from '../../app/services.js';
+import type { ProjectService } from '../projects/projects.service.js';
 import { accessOf } from '../../http/auth.js';
 import { serveStream } from '../../http/stream.js';
 import { authErrors, WEBSOCKET_OPENS } from '../../http/schemas.js';
@@ -55,8 +55,7 @@ export function liveFrame(e: LogEntry, format: Format): string {
   });
 }
 
-export const liveLogRoutes: FastifyPluginAsyncTypebox<{ services: Services; live: LiveLogs }> = async (app, { services, live }) => {
-  const { projects } = services;
+export const liveLogRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; live: LiveLogs }> = async (app, { projects, live }) => {
 
   for (const scope of SCOPES) {
     app.route({

@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { LogService } from './logs.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './logs.schema.js';
 
-export const logRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { logs } = services;
+export const logRoutes: FastifyPluginAsyncTypebox<{ logs: LogService }> = async (app, { logs }) => {
   const base = '/api/workspaces/:slug/projects/:project_slug/logs';
 
   app.get(base, { schema: s.queryLogs, config: { action: 'workspace.read' } }, async (req) =>

@@ -6,7 +6,7 @@ import { everyInterval } from '../../domain/periodic.js';
 import type { LogDirection, LogEntry as StoredLogEntry, LogFilter, LogStreamKind, RetentionResult } from '../../domain/logs.js';
 import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { parseSettings } from '../tenancy/views.js';
 import type { LogEntry, LogPage, LogUsage } from './logs.schema.js';
 

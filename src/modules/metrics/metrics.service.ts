@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { MetricsMinute } from '../../store/repositories/index.js';
 import type { ProjectMetrics } from '../projects/projects.schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export type MetricsPeriod = ProjectMetrics['period'];
 

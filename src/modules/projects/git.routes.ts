@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { GitService } from './git.service.js';
 import { accessOf } from '../../http/auth.js';
 import { withWebhookOrigin } from '../../http/origin.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './git.schema.js';
 
-export const gitRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { git } = services;
+export const gitRoutes: FastifyPluginAsyncTypebox<{ git: GitService }> = async (app, { git }) => {
   const path = '/api/workspaces/:slug/projects/:project_slug/git';
 
   app.post(path, { schema: s.connectGit, config: { action: 'workspace.operate' } }, async (req, reply) =>

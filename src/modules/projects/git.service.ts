@@ -4,7 +4,7 @@ import type { Deps } from '../deps.js';
 import { checkConnectionInstallation } from '../github/installations.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { GitConnectionsTable } from '../../store/schema.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { resolveProject, type ProjectRef } from './resolve.js';
 import type { GitConnection } from './projects.schema.js';
 import type { NewGitConnection, RotatedWebhookSecret } from './git.schema.js';

@@ -1,12 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { ProjectService } from './projects.service.js';
+import type { Access } from '../../domain/access.js';
+import type { ProjectRef } from './resolve.js';
 import { accessOf } from '../../http/auth.js';
 import { projectWithWebhookOrigin } from '../../http/origin.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './projects.schema.js';
 
-export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { projects } = services;
+/** The deployments capability's part in a project's update (deploy.service.ts): a running project takes a new size at once. */
+export interface Resizes {
+  resized(access: Access, projectSlug: ProjectRef): Promise<void>;
+}
+
+export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectService; deploys: Resizes }> = async (app, { projects, deploys }) => {
   const base = '/api/workspaces/:slug/projects';
   const one = `${base}/:project_slug`;
 
@@ -26,7 +32,7 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
     const access = accessOf(req);
     const updated = await projects.update(access, req.params.project_slug, req.body);
     const { replicas, cpu, ram } = req.body;
-    if (replicas !== undefined || cpu !== undefined || ram !== undefined) await services.deploys.resized(access, req.params.project_slug);
+    if (replicas !== undefined || cpu !== undefined || ram !== undefined) await deploys.resized(access, req.params.project_slug);
     return ok(projectWithWebhookOrigin(req, updated));
   });
 
@@ -43,9 +49,5 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = 
 
   app.get(`${one}/status`, { schema: s.projectStatus, config: { action: 'workspace.read' } }, async (req) =>
     ok(await projects.status(accessOf(req), req.params.project_slug)),
-  );
-
-  app.get(`${one}/metrics`, { schema: s.projectMetrics, config: { action: 'workspace.read' } }, async (req) =>
-    ok(await services.metrics.project(accessOf(req), req.params.project_slug, req.query.period ?? '1h')),
   );
 };

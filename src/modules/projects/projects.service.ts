@@ -5,7 +5,8 @@ import { slugify } from '../../domain/slug.js';
 import type { Deps } from '../deps.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
+import type { Late } from '../../domain/late.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import { holdMemoryRoom, holdProjectRoom } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
@@ -39,7 +40,7 @@ function checkSizes(input: { cpu?: string | undefined; ram?: string | undefined 
 export class ProjectService {
   constructor(
     private readonly deps: Deps,
-    private readonly engine: () => Pick<Engine, 'pods' | 'routesChanged'>,
+    private readonly engine: Late<Pick<Engine, 'pods' | 'routesChanged'>>,
     /** scaling up is paid work (docs/billing.md#payment-required) */
     private readonly funds: { requireFunds(workspaceId: string): Promise<void> } = { requireFunds: () => Promise.resolve() },
   ) {}
@@ -162,7 +163,7 @@ export class ProjectService {
     // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
     // claimed by another project at once. (Its containers go as orphans in that pass.) A router
     // that refuses the change is logged by the engine, and its reconciler converges.
-    await this.engine().routesChanged(row.id).catch(() => undefined);
+    await this.engine.get().routesChanged(row.id).catch(() => undefined);
     return view;
   }
 
@@ -171,7 +172,7 @@ export class ProjectService {
     const row = await resolveProject(this.deps.store.repos, access, projectSlug);
     const latest = await this.deps.store.repos.deployments.latest(row.id);
     const serving = await this.deps.store.repos.deployments.serving(row.id);
-    const pods = serving === undefined ? [] : await this.engine().pods(row.id, serving.id);
+    const pods = serving === undefined ? [] : await this.engine.get().pods(row.id, serving.id);
     const now = this.deps.clock.now().getTime();
     return {
       project: { slug: row.slug, status: row.status },

@@ -1,7 +1,7 @@
 import { notFound } from '../../domain/errors.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { ProjectKind, ProjectRecord } from '../../domain/project.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 
 export type ProjectRow = ProjectRecord;
 

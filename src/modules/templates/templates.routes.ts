@@ -1,6 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { templateRef } from '../projects/resolve.js';
-import type { Services } from '../../app/services.js';
+import type { TemplateService } from './templates.service.js';
+import type { EnvService } from '../env/env.service.js';
+import type { DomainService } from '../domains/domains.service.js';
+import type { DeploymentService } from '../deployments/deployments.service.js';
+import type { DeployService } from '../deployments/deploy.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './templates.schema.js';
@@ -9,8 +13,7 @@ import * as s from './templates.schema.js';
  * Template instances (docs/templates.md): the catalog, the instances, and their env, domains,
  * deployments and actions, answered by the projects' own services through `templateRef`.
  */
-export const templateRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { templates, envVars, domains, deployments, deploys } = services;
+export const templateRoutes: FastifyPluginAsyncTypebox<{ templates: TemplateService; envVars: EnvService; domains: DomainService; deployments: DeploymentService; deploys: DeployService }> = async (app, { templates, envVars, domains, deployments, deploys }) => {
   const base = '/api/workspaces/:slug/templates';
   const one = `${base}/:template_slug`;
   const read = { action: 'workspace.read' } as const;

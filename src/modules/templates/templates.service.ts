@@ -12,7 +12,7 @@ import type { ProjectPatch, ProjectService } from '../projects/projects.service.
 import { resolveProject, templateRef } from '../projects/resolve.js';
 import type { Deployment } from '../deployments/deployments.schema.js';
 import { projectView } from '../projects/views.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
 import type { NewTemplateInstance, TemplateInstance } from './templates.schema.js';
 

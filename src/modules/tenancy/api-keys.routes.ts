@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { ApiKeyService } from './api-keys.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './api-keys.schema.js';
 
-export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { apiKeys } = services;
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ apiKeys: ApiKeyService }> = async (app, { apiKeys }) => {
   const base = '/api/workspaces/:slug/api-keys';
 
   app.post(base, { schema: s.createApiKey, config: { action: 'keys.manage' } }, async (req, reply) =>

@@ -3,7 +3,7 @@ import { forbidden, notFound, unauthorized } from '../../domain/errors.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from '../../domain/keys.js';
 import { atLeast } from '../../domain/roles.js';
 import type { Repositories } from '../../store/repositories/index.js';
-import type { Access, Caller } from './context.js';
+import type { Access, Caller } from '../../domain/access.js';
 import type { Deps } from '../deps.js';
 import type { ApiKey, CreatedApiKey } from './api-keys.schema.js';
 import { apiKeyView } from './views.js';

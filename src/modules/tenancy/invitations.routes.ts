@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { InvitationService } from './invitations.service.js';
 import { accessOf, presentedKey } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './invitations.schema.js';
 
-export const invitationRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { invitations } = services;
+export const invitationRoutes: FastifyPluginAsyncTypebox<{ invitations: InvitationService }> = async (app, { invitations }) => {
   const base = '/api/workspaces/:slug/invitations';
 
   app.post(base, { schema: s.createInvitation, config: { action: 'members.manage' } }, async (req, reply) =>

@@ -6,7 +6,7 @@ import { MailSendError, type MailMessage } from '../../adapters/notify/mailer.js
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { ApiKeyService } from './api-keys.service.js';
 import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
-import type { Access, Caller, UserRow, WorkspaceRow } from './context.js';
+import type { Access, Caller, UserRecord, WorkspaceRecord } from '../../domain/access.js';
 import type { Deps } from '../deps.js';
 import { createNewUser, normalizeEmail } from './users.js';
 import type { AcceptedInvitation, CreatedInvitation, Invitation } from './invitations.schema.js';
@@ -152,7 +152,7 @@ function refusal(err: unknown): AppError {
 }
 
 /** Accepting for an existing account takes that account's own, live key. */
-function requireOwnKey(caller: Caller | AppError | null, user: UserRow): void {
+function requireOwnKey(caller: Caller | AppError | null, user: UserRecord): void {
   const how = `accept it with that account's own API key in the X-API-Key header (no new key is made for an existing account)`;
   if (caller === null) throw unauthorized(`This invitation is for ${user.email}, which already has an account: ${how}.`);
   if (caller instanceof AppError) throw unauthorized(`${caller.message.replace(/\.$/, '')}; this invitation is for an existing account: ${how}.`);
@@ -164,8 +164,8 @@ export function invitationMail(o: {
   to: string;
   token: string;
   role: Role;
-  workspace: WorkspaceRow;
-  inviter: UserRow;
+  workspace: WorkspaceRecord;
+  inviter: UserRecord;
   expiresAt: string;
   apiUrl?: string | undefined;
 }): MailMessage {

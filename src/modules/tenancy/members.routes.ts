@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { MemberService } from './members.service.js';
 import { accessOf, callerOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './members.schema.js';
 
-export const memberRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { members } = services;
+export const memberRoutes: FastifyPluginAsyncTypebox<{ members: MemberService }> = async (app, { members }) => {
   const base = '/api/workspaces/:slug/members';
 
   app.get(base, { schema: s.listMembers, config: { action: 'workspace.read' } }, async (req) =>

@@ -3,7 +3,7 @@ import { conflict, forbidden, notFound } from '../../domain/errors.js';
 import { atLeast, type Role } from '../../domain/roles.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import type { PendingMembership } from '../../store/repositories/members.js';
-import type { Access, Caller } from './context.js';
+import type { Access, Caller } from '../../domain/access.js';
 import type { Deps } from '../deps.js';
 import type { Member } from './members.schema.js';
 

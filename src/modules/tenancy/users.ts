@@ -1,6 +1,6 @@
 import type { Repositories } from '../../store/repositories/index.js';
 import { iso } from '../../domain/clock.js';
-import type { UserRow } from './context.js';
+import type { UserRecord } from '../../domain/access.js';
 import type { Deps } from '../deps.js';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
@@ -17,7 +17,7 @@ export async function findOrCreateUser(
   email: string,
   name?: string,
   verified = true,
-): Promise<UserRow> {
+): Promise<UserRecord> {
   const normalized = normalizeEmail(email);
   const now = iso(deps.clock.now());
   // Insert-or-nothing, then read: two concurrent creations of one e-mail both end with the same
@@ -45,10 +45,10 @@ export async function createNewUser(
   deps: Pick<Deps, 'ids' | 'clock'>,
   repos: Pick<Repositories, 'users'>,
   input: { email: string; name?: string | undefined; verified: boolean },
-): Promise<UserRow> {
+): Promise<UserRecord> {
   const normalized = normalizeEmail(input.email);
   const now = iso(deps.clock.now());
-  const row: UserRow = {
+  const row: UserRecord = {
     id: deps.ids.id(),
     email: normalized,
     name: input.name ?? normalized.split('@')[0] ?? normalized,

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { WorkspaceService } from './workspaces.service.js';
 import { accessOf, callerOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './workspaces.schema.js';
 
-export const workspaceRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { workspaces } = services;
+export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: WorkspaceService }> = async (app, { workspaces }) => {
 
   app.post('/api/workspaces', { schema: s.createWorkspace }, async (req, reply) => {
     return reply.code(201).send(ok(await workspaces.create(callerOf(req), req.body)));

@@ -4,7 +4,7 @@ import { RESERVED_WORKSPACE_SLUGS } from '../../domain/slug.js';
 import { isUniqueViolation } from '../../store/dialects.js';
 import type { Repositories } from '../../store/repositories/index.js';
 import { holdWorkspaceRoom } from './policy.js';
-import type { Access, Caller, WorkspaceRow } from './context.js';
+import type { Access, Caller, WorkspaceRecord } from '../../domain/access.js';
 import type { Deps } from '../deps.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView } from './views.js';
 import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
@@ -20,12 +20,12 @@ export async function createWorkspace(
   deps: Deps,
   tx: Repositories,
   input: { name: string; slug: string; ownerId: string; countedFor: string | null },
-): Promise<WorkspaceRow> {
+): Promise<WorkspaceRecord> {
   const now = iso(deps.clock.now());
   // An unverified address earns no credit; the repository grants it once per user.
   const owner = await tx.users.byId(input.ownerId);
   const credit = owner?.verified_at === null || owner === undefined ? 0 : deps.platform.startingCredit;
-  const workspace: WorkspaceRow = {
+  const workspace: WorkspaceRecord = {
     id: deps.ids.id(),
     name: input.name,
     slug: input.slug,
@@ -54,7 +54,7 @@ export class WorkspaceService {
     if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
       throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
     }
-    let row: WorkspaceRow;
+    let row: WorkspaceRecord;
     try {
       row = await this.deps.store.transaction(async (tx) => {
         await requireVerified(tx, caller.user.id);

@@ -73,7 +73,10 @@ export class UptimeNotifier {
       do {
         this.again = false;
         try {
-          for (const row of await this.repos.uptime.pendingNotifications()) await this.deliver(row);
+          for (const row of await this.repos.uptime.pendingNotifications()) {
+            const result = await this.deliver(row);
+            if (!result.ok) this.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
+          }
         } catch (err) {
           this.log.error({ err }, 'uptime: delivering notifications failed; the next wake-up tries again');
         }
@@ -88,7 +91,10 @@ export class UptimeNotifier {
     return this.again;
   }
 
-  /** Sends one queued notification and records the outcome. */
+  /**
+   * Sends one queued notification and records the outcome. Not logged here: a test notification
+   * (UptimeService) answers its caller with the outcome; the queue's deliveries are logged by wake().
+   */
   async deliver(row: UptimeNotificationRow): Promise<DeliveryResult> {
     const { repos } = this;
     const event = await this.eventOf(row);
@@ -115,7 +121,6 @@ export class UptimeNotifier {
       error: result.error,
       sent_at: result.ok ? iso(this.clock.now()) : null,
     });
-    if (!result.ok) this.log.warn({ project: row.project_id, channel: row.channel, event: row.event, error: result.error }, 'uptime: a notification was not delivered');
     return result;
   }
 

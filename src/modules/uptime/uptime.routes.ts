@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Services } from '../../app/services.js';
+import type { UptimeService } from './uptime.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './uptime.schema.js';
 
-export const uptimeRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { uptime } = services;
+export const uptimeRoutes: FastifyPluginAsyncTypebox<{ uptime: UptimeService }> = async (app, { uptime }) => {
   const path = '/api/workspaces/:slug/projects/:project_slug/uptime';
 
   app.get(path, { schema: s.getUptime, config: { action: 'workspace.read' } }, async (req) =>

@@ -7,7 +7,7 @@ import type { Rollup } from '../../store/repositories/index.js';
 import { checkUrlShape, type TargetPolicy } from '../../adapters/notify/ssrf.js';
 import { queueNotifications, UPTIME_BUCKETS_MS } from './uptime.worker.js';
 import { webhookContext, type UptimeNotifier } from './notifier.js';
-import type { Access } from '../tenancy/context.js';
+import type { Access } from '../../domain/access.js';
 import type { UptimeHistory, UptimeMonitor, UptimeNotificationPage, UptimeTestResult } from './uptime.schema.js';
 
 export interface UptimeInput {

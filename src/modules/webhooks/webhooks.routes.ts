@@ -1,73 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, invalid, unauthorized } from '../../domain/errors.js';
-import type { PushOutcome } from '../deployments/deploy.service.js';
-import { decodePayload, EVENT_NAME, parsePush, payloadDigest, PayloadError, verifySignature, type BranchPush, type SignatureCheck } from './github-protocol.js';
-import type { Services } from '../../app/services.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './webhooks.schema.js';
-
-export interface WebhookOptions {
-  services: Services;
-  /** `--github-webhook-secret`: the GitHub App's webhook secret; empty: App deliveries are refused with 503 */
-  githubSecret: string;
-}
-
-export const NOT_CONFIGURED = 'GitHub App webhooks are not configured on this Slipway (set --github-webhook-secret); a repository webhook delivers to its Git connection\'s own webhook_url.';
-
-type Problem = Exclude<SignatureCheck, { ok: true }>['problem'];
-
-const APP_SIGNATURE_PROBLEMS: Record<Problem, string> = {
-  missing: 'The X-Hub-Signature-256 header is missing; give the GitHub App\'s webhook the same secret as --github-webhook-secret.',
-  malformed: 'The X-Hub-Signature-256 header must be "sha256=" followed by 64 hexadecimal digits.',
-  mismatch: 'The X-Hub-Signature-256 signature does not match the body; check that the GitHub App\'s webhook secret equals --github-webhook-secret.',
-};
-
-const CONNECTION_SIGNATURE_PROBLEMS: Record<Problem, string> = {
-  missing: 'The X-Hub-Signature-256 header is missing; give the GitHub webhook the secret of its Git connection (webhook_secret).',
-  malformed: 'The X-Hub-Signature-256 header must be "sha256=" followed by 64 hexadecimal digits.',
-  mismatch: 'The X-Hub-Signature-256 signature does not match the body; give the GitHub webhook the current secret of its Git connection (POST …/git/webhook-secret makes a new one).',
-};
-
-export const UNKNOWN_WEBHOOK = 'No Git connection has this webhook URL; copy webhook_url from the project\'s Git connection again.';
-export const NO_SECRET_YET =
-  'This Git connection has no webhook secret yet; make one with POST /api/workspaces/:slug/projects/:project_slug/git/webhook-secret and give it to the GitHub webhook.';
-export const UNREADABLE_SECRET =
-  'This Git connection\'s webhook secret cannot be decrypted with this installation\'s secret key file (was it replaced?); make a new one with POST …/git/webhook-secret.';
-
-const DELIVERY_ID = /^[A-Za-z0-9-]{1,64}$/;
-const WEBHOOK_ID = /^[0-9a-f]{32}$/;
-
-/** A verified push to a branch, and its delivery id. */
-interface Verified {
-  kind: 'push';
-  push: BranchPush;
-  delivery: string;
-  digest: string;
-}
-
-/** A delivery answered without deploying anything: ping, other events, tags, deleted branches. */
-type Answer = { kind: 'answer'; status: 200; data: { event: 'ping' } } | { kind: 'answer'; status: 202; data: { event: string; ignored: true; reason: string } };
+import type { Delivery, WebhookAnswer, WebhookService } from './webhooks.service.js';
 
 /**
- * GitHub deliveries (auto-deploy, docs/decisions.md#git). Public: no API key. Once the signature
- * is checked, a wrong one (or an unknown webhook URL) spends the client address's tokens and a
- * good one its receiver's (docs/security.md#webhook-rate-limit). The body is kept raw until its
- * signature is verified; then it is parsed here.
- * Neither the body nor the signature nor any secret is ever logged.
- *
- * - `POST /api/webhooks/github/:webhook_id`: a repository webhook, verified with that Git
- *   connection's own secret; it can deploy that connection's project only.
- * - `POST /api/webhooks/github`: the GitHub App's deliveries, verified with
- *   `--github-webhook-secret`; they deploy only connections that use the delivering
- *   installation, linked to their own workspace.
- *
- * A push is acted on once: its delivery id (and its body) are claimed in the store first, and a
- * repeat of a delivery that did what it was for answers 200 without deploying; every answer says
- * per project what was done and why not (docs/api.md#webhooks). The deployments it queues build the pushed commit only
- * if it is still the branch's head when fetched.
+ * GitHub deliveries (auto-deploy, docs/decisions.md#git; the protocol is in webhooks.service.ts).
+ * Public: no API key; the auth plugin limits them once the service has checked the signature.
+ * The body is kept raw until its signature is verified.
  */
-export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (app, { services, githubSecret }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (app, { webhooks }) => {
   // This plugin is encapsulated: the raw-body parsers apply to its routes only, and replace the
   // server's (any other content type is 415). The server's bodyLimit (1 MiB) still bounds them.
   app.removeAllContentTypeParsers();
@@ -77,153 +19,18 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookOptions> = async (a
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, raw);
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, raw);
 
-  /**
-   * The checks every delivery goes through once its secret is known: a branch push is returned,
-   * or the answer to a delivery that deploys nothing (ping, other events, tags, deletions).
-   */
-  function verify(req: FastifyRequest, secret: string, problems: Record<Problem, string>, receiver: string): Verified | Answer {
-    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const check = verifySignature(secret, body, req.headers['x-hub-signature-256']);
-    if (!check.ok) refuse(req, unauthorized(problems[check.problem]));
-    // signed by the receiver's secret: GitHub's own, limited per receiver, never per address
-    req.limitReceiver(receiver);
-
-    const event = req.headers['x-github-event'];
-    if (event === undefined || event === '') throw invalid('The X-GitHub-Event header is missing.');
-    if (typeof event !== 'string' || !EVENT_NAME.test(event)) throw invalid('The X-GitHub-Event header is not a GitHub event name.');
-    let payload: unknown;
-    try {
-      payload = decodePayload(body, req.headers['content-type']);
-    } catch (err) {
-      if (err instanceof PayloadError) throw invalid(err.message);
-      throw err;
-    }
-    const delivery = req.headers['x-github-delivery'];
-    const about = { event, delivery: typeof delivery === 'string' && DELIVERY_ID.test(delivery) ? delivery : undefined };
-
-    if (event === 'ping') {
-      req.log.info(about, 'GitHub webhook ping');
-      return { kind: 'answer', status: 200, data: { event: 'ping' } };
-    }
-    if (event !== 'push') {
-      req.log.info(about, 'GitHub webhook event ignored');
-      return { kind: 'answer', status: 202, data: { event, ignored: true, reason: `Slipway acts on push and ping events only, not on ${event}.` } };
-    }
-    let push: ReturnType<typeof parsePush>;
-    try {
-      push = parsePush(payload);
-    } catch (err) {
-      if (err instanceof PayloadError) throw invalid(err.message);
-      throw err;
-    }
-    if (push.kind === 'ignored') {
-      req.log.info({ ...about, repo_full_name: push.repoFullName }, push.reason);
-      return { kind: 'answer', status: 202, data: { event, ignored: true, reason: push.reason } };
-    }
-    if (about.delivery === undefined) {
-      throw invalid(delivery === undefined || delivery === '' ? 'The X-GitHub-Delivery header is missing; it tells one delivery from a repeat.' : 'The X-GitHub-Delivery header must be 1 to 64 letters, digits and "-".');
-    }
-    return { kind: 'push', push, delivery: about.delivery, digest: payloadDigest(body) };
-  }
-
-  const answer = (reply: FastifyReply, a: Answer) => (a.status === 200 ? reply.code(200).send(ok(a.data)) : reply.code(202).send(ok(a.data)));
-  const ignore = (reply: FastifyReply, reason: string) => reply.code(202).send(ok({ event: 'push', ignored: true as const, reason }));
-
-  /**
-   * The signature (or the webhook URL) is wrong: the client address's tokens are spent, as for a
-   * wrong API key, so that secrets and webhook ids cannot be guessed at speed.
-   */
-  function refuse(req: FastifyRequest, err: AppError): never {
-    req.limitAddress();
-    throw err;
-  }
-
-  /**
-   * Claims the delivery for `receiver`, then deploys. A repeat of a delivery already done answers
-   * 200 and deploys nothing. A delivery is recorded as done only when it did what it was for:
-   * when some project was not deployed for a cause that can be fixed (an empty wallet, the commit
-   * already under way, an installation not linked), the claim is released, so that GitHub's
-   * Redeliver deploys once the cause is fixed (a project already deployed is then
-   * `duplicate_commit`, never deployed twice).
-   */
-  async function once(req: FastifyRequest, reply: FastifyReply, receiver: string, v: Verified, deploy: () => Promise<PushOutcome[]>) {
-    const { push, delivery } = v;
-    const about = { event: 'push', delivery, repo_full_name: push.repoFullName, branch: push.branch };
-    if (!(await services.deploys.claimDelivery(receiver, delivery, v.digest))) {
-      req.log.info(about, 'GitHub push: a repeated delivery, nothing deployed');
-      return reply.code(200).send(ok({ event: 'push' as const, duplicate: true as const, reason: `Delivery ${delivery} was already processed and did what it was for (the same delivery id or the same body); nothing was deployed again.` }));
-    }
-    let outcomes: PushOutcome[];
-    try {
-      outcomes = await deploy();
-    } catch (err) {
-      // Released so that GitHub's redelivery can try again; a deployment this attempt did queue
-      // is superseded by the retry's while it still waits.
-      await services.deploys.releaseDelivery(receiver, delivery).catch(() => undefined);
-      throw err;
-    }
-    const summary = pushSummary(push, outcomes);
-    if (!summary.done) await services.deploys.releaseDelivery(receiver, delivery);
-    const deployments = outcomes.flatMap((o) => (o.outcome === 'queued' && o.deployment_id !== null ? [o.deployment_id] : []));
-    req.log.info({ ...about, deployments, outcome: summary.outcome, done: summary.done }, `GitHub push: ${summary.reason}`);
-    return reply.code(202).send(
-      ok({ event: 'push' as const, repo_full_name: push.repoFullName, branch: push.branch, commit_sha: push.commitSha, deployments, ...summary, projects: outcomes }),
-    );
-  }
-
-  app.post('/api/webhooks/github', { schema: s.githubAppWebhook, config: { webhook: true } }, async (req, reply) => {
-    if (githubSecret === '') refuse(req, new AppError('UNAVAILABLE', NOT_CONFIGURED));
-    const v = verify(req, githubSecret, APP_SIGNATURE_PROBLEMS, 'app');
-    if (v.kind === 'answer') return answer(reply, v);
-    const installationId = v.push.installationId;
-    if (installationId === undefined) {
-      return ignore(reply, 'The delivery names no GitHub App installation; a repository webhook delivers to its Git connection\'s own webhook_url, signed with its own secret.');
-    }
-    return once(req, reply, 'app', v, () => services.deploys.deployFromAppPush({ ...pushOf(v.push), installationId }));
+  const delivery = (req: FastifyRequest): Delivery => ({
+    body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    signature: req.headers['x-hub-signature-256'],
+    event: req.headers['x-github-event'],
+    id: req.headers['x-github-delivery'],
+    contentType: req.headers['content-type'],
   });
+  const send = (reply: FastifyReply, a: WebhookAnswer) => (a.status === 200 ? reply.code(200).send(ok(a.data)) : reply.code(202).send(ok(a.data)));
 
-  app.post('/api/webhooks/github/:webhook_id', { schema: s.connectionWebhook, config: { webhook: true } }, async (req, reply) => {
-    const id = req.params.webhook_id;
-    const receiver = WEBHOOK_ID.test(id) ? await services.git.webhookReceiver(id) : null;
-    if (receiver === null) refuse(req, new AppError('NOT_FOUND', UNKNOWN_WEBHOOK));
-    if (receiver.secret === null) refuse(req, unauthorized(receiver.unreadable ? UNREADABLE_SECRET : NO_SECRET_YET));
-    const v = verify(req, receiver.secret, CONNECTION_SIGNATURE_PROBLEMS, receiver.webhookId);
-    if (v.kind === 'answer') return answer(reply, v);
-    const { push } = v;
-    if (push.repoFullName.toLowerCase() !== receiver.repoFullName.toLowerCase()) {
-      return ignore(reply, `This webhook's Git connection is for ${receiver.repoFullName}, not ${push.repoFullName}; nothing was deployed.`);
-    }
-    if (push.branch !== receiver.branch) {
-      return ignore(reply, `This webhook's Git connection deploys the branch ${receiver.branch}, not ${push.branch}; nothing was deployed.`);
-    }
-    if (!receiver.autoDeploy) return ignore(reply, 'auto_deploy is off on this webhook\'s Git connection; nothing was deployed.');
-    return once(req, reply, receiver.webhookId, v, async () => {
-      const o = await services.deploys.deployConnectionPush(receiver.projectId, pushOf(push));
-      return o === null ? [] : [o];
-    });
-  });
+  app.post('/api/webhooks/github', { schema: s.githubAppWebhook, config: { webhook: true } }, async (req, reply) => send(reply, await webhooks.fromApp(delivery(req), req)));
+
+  app.post('/api/webhooks/github/:webhook_id', { schema: s.connectionWebhook, config: { webhook: true } }, async (req, reply) =>
+    send(reply, await webhooks.toConnection(req.params.webhook_id, delivery(req), req)),
+  );
 };
-
-/** The answer's verdict on a push: what it did, in one sentence, and whether the delivery is done. */
-export function pushSummary(push: BranchPush, outcomes: PushOutcome[]): { outcome: PushVerdict; done: boolean; reason: string } {
-  const queued = outcomes.filter((o) => o.outcome === 'queued').length;
-  const target = `${push.repoFullName}@${push.branch}`;
-  if (outcomes.length === 0) {
-    return { outcome: 'no_project', done: true, reason: `No project deploys ${target} from this delivery (none is connected with auto_deploy on); nothing was deployed.` };
-  }
-  if (queued === outcomes.length) {
-    return { outcome: 'deployed', done: true, reason: `${queued.toString()} deployment${queued === 1 ? '' : 's'} of ${push.commitSha.slice(0, 12)} queued.` };
-  }
-  const n = outcomes.length;
-  return {
-    outcome: queued === 0 ? 'not_deployed' : 'partly_deployed',
-    done: false,
-    reason:
-      `${queued.toString()} of ${n.toString()} project${n === 1 ? '' : 's'} deployed; projects[].reason says why ${n - queued === 1 ? 'one was' : 'the others were'} not. ` +
-      'The delivery is not recorded as done: GitHub\'s Redeliver acts on it again once the cause is fixed.',
-  };
-}
-
-export type PushVerdict = 'deployed' | 'partly_deployed' | 'not_deployed' | 'no_project';
-
-const pushOf = (p: BranchPush) => ({ repoFullName: p.repoFullName, branch: p.branch, commitSha: p.commitSha, commitMessage: p.commitMessage });

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { Envelope, ErrorEnvelope } from '../../http/schemas.js';
 
-const Ping = Type.Object({ event: Type.Literal('ping') }, { additionalProperties: false });
+export const Ping = Type.Object({ event: Type.Literal('ping') }, { additionalProperties: false });
 
-const Duplicate = Type.Object(
+export const Duplicate = Type.Object(
   {
     event: Type.Literal('push'),
     duplicate: Type.Literal(true),
@@ -30,7 +30,7 @@ const ProjectOutcome = Type.Object(
   { additionalProperties: false },
 );
 
-const Queued = (description: string) =>
+export const Queued = (description: string) =>
   Type.Object(
     {
       event: Type.Literal('push'),
@@ -53,7 +53,7 @@ const Queued = (description: string) =>
     { additionalProperties: false },
   );
 
-const Ignored = Type.Object(
+export const Ignored = Type.Object(
   {
     event: Type.String(),
     ignored: Type.Literal(true),

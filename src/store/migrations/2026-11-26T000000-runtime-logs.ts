@@ -3,9 +3,9 @@ import type { Dialect } from '../dialects.js';
 
 // Frozen: never edit a migration that has shipped; add a new one instead.
 //
-// The runtime logs of PostgreSQL installs (src/store/logs/postgres.log-store.ts; layout and
+// The runtime logs of PostgreSQL installs (src/logs/postgres.log-store.ts; layout and
 // measurements in docs/logs.md). SQLite installs keep them in a database file of their own
-// (`logs.db`, src/store/logs/sqlite.log-store.ts), so this migration has nothing to do there.
+// (`logs.db`, src/logs/sqlite.log-store.ts), so this migration has nothing to do there.
 //
 // No foreign keys to projects: deleting a project or a workspace must not delete a million rows
 // inside the request's transaction; the log store deletes them in chunks instead. A project gets

@@ -1,29 +1,10 @@
 import type { Generated } from 'kysely';
+import type { UserRecord, WorkspaceRecord } from '../../domain/access.js';
 import type { Role } from '../../domain/roles.js';
 
-export interface UsersTable {
-  id: string;
-  email: string;
-  name: string;
-  created_at: string;
-  /**
-   * When the address was proven (an e-mailed invitation redeemed) or the operator vouched for it
-   * (bootstrap, `slipway admin create-user`, `slipway admin verify-user`); null: unverified, a
-   * user made from a token handed back in an API response (no starting credit, no workspace of
-   * their own).
-   */
-  verified_at: string | null;
-}
-
-export interface WorkspacesTable {
-  id: string;
-  name: string;
-  slug: string;
-  /** JSON text of WorkspaceSettings */
-  settings: string;
-  created_at: string;
-  updated_at: string;
-}
+/** The store keeps users and workspaces as the domain describes them (domain/access.ts). */
+export type UsersTable = UserRecord;
+export type WorkspacesTable = WorkspaceRecord;
 
 /** Who created a workspace through the API (`--max-workspaces-per-user` counts these). */
 export interface WorkspaceCreatorsTable {

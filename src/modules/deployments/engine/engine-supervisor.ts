@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import type { Clock, IdSource } from '../../../domain/clock.js';
 import type { Engine } from '../../../domain/ports.js';
+import type { Late } from '../../../domain/late.js';
 import type { Repositories } from '../../../store/repositories/index.js';
-import type { EngineHandle } from '../engine-handle.js';
 import { Leadership, type LeadershipLog } from './leadership.js';
 
 /** The deploy engine of the process that leads: it runs until shut down. */
@@ -17,7 +17,7 @@ export interface EngineSupervisorOptions {
   ids: IdSource;
   log: LeadershipLog;
   /** what the API talks to: the leader's engine or the standby's, set here */
-  handle: EngineHandle;
+  handle: Late<Engine>;
   /** starts this process's deploy engine; a failure is a failed start (or, later, a failed election) */
   startLeader(): Promise<LeaderEngine>;
   /** the engine of a standby process (standby.ts) */
@@ -49,7 +49,7 @@ export async function superviseEngine(o: EngineSupervisorOptions): Promise<Engin
   const elect = async () => {
     if (engine !== null) return;
     engine = await o.startLeader();
-    handle.use(engine);
+    handle.set(engine);
   };
   if ((await leadership.tryAcquire()) || (await takeOverFromDeadProcess(leadership))) {
     try {
@@ -61,7 +61,7 @@ export async function superviseEngine(o: EngineSupervisorOptions): Promise<Engin
   } else {
     const current = await leadership.holder();
     log.warn({ holder: current?.holder, until: current?.expiresAt }, 'standby: another Slipway process runs the deploy engine on this store; this one serves the API and takes the engine over when that one stops');
-    handle.use(await o.standby());
+    handle.set(await o.standby());
   }
   const campaign = leadership.lead({
     onElected: async () => {
@@ -71,7 +71,7 @@ export async function superviseEngine(o: EngineSupervisorOptions): Promise<Engin
     onDeposed: async () => {
       const stopping = engine;
       engine = null;
-      handle.use(await o.standby());
+      handle.set(await o.standby());
       await stopping?.shutdown();
     },
     renewEveryMs: ENGINE_LEASE_MS / 3,

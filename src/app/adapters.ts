@@ -1,10 +1,10 @@
-import { Catalog, CatalogError, SHIPPED_CATALOG } from '../modules/templates/catalog.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GitHubApp } from '../adapters/git/index.js';
 import { PaystackGateway } from '../modules/billing/gateways/paystack.js';
 import { paymentGateways } from '../modules/billing/gateways/sandbox.js';
 import { StripeGateway } from '../modules/billing/gateways/stripe.js';
 import type { Config } from './config.js';
+import { platformSettings, StartError } from './settings.js';
 import type { Deps } from '../modules/deps.js';
 import { systemRandom, systemSources } from '../domain/clock.js';
 import type { GitHubIntegration } from '../modules/github/installations.js';
@@ -15,12 +15,10 @@ import { loadOrCreateSecretKey } from '../adapters/secrets/secret-key.js';
 import { SecretBox } from '../adapters/secrets/secret-box.js';
 import type { Store } from '../store/db.js';
 
-// What `slipway serve` and `slipway admin` share: the dependencies of every service, made from
-// the configuration and an open store. Kept apart from server.ts so that the admin commands load
-// neither the API nor the deploy engine.
-
-/** A start that failed for a reason the operator can fix (reported without a stack trace). */
-export class StartError extends Error {}
+// The outside world every service is built over (the secret box, e-mail, GitHub, the payment
+// gateways, the log store), made from the configuration and an open store: what `slipway serve`
+// and `slipway admin` share. Kept apart from server.ts so that the admin commands load neither
+// the API nor the deploy engine.
 
 /**
  * A store that holds sealed values must never get a fresh key: that would make every secret
@@ -35,7 +33,7 @@ async function guardSecretKey(config: Config, store: Store): Promise<void> {
   }
 }
 
-/** Every service's dependencies, from the configuration and an open store. */
+/** The adapters and settings every service is built from, over an open store. */
 export async function createDeps(config: Config, store: Store): Promise<Deps> {
   await guardSecretKey(config, store);
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
@@ -43,22 +41,7 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
     store,
     ...systemSources(),
     secrets,
-    platform: {
-      appsDomain: config.appsDomain,
-      routerPort: config.routerListen.port,
-      startingCredit: config.startingCredit,
-      limits: config.limits,
-      currency: config.currency,
-      domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
-      publicUrl: config.publicUrl,
-      invitationTokenInResponse: config.invitationTokenInResponse,
-      logMaxBytesPerProject: config.logMaxBytesPerProject,
-      databases: config.databases,
-      templates: loadCatalog(config),
-      billing: config.billing,
-      notifyAllowPrivate: config.notifyAllowPrivate,
-      uptime: config.uptime,
-    },
+    platform: platformSettings(config),
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
@@ -76,16 +59,6 @@ function gateways(config: Config): Deps['gateways'] {
     },
     config.payments,
   );
-}
-
-/** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */
-function loadCatalog(config: Config): Catalog {
-  try {
-    return Catalog.load([SHIPPED_CATALOG, ...(config.templateCatalog === '' ? [] : [config.templateCatalog])]);
-  } catch (err) {
-    if (err instanceof CatalogError) throw new StartError(err.message);
-    throw err;
-  }
 }
 
 /** The GitHub App of `--github-app-*`: installation tokens, and (with the client id and secret) the link flow. */
