@@ -136,7 +136,7 @@ export async function startTestServer(
   opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; webhookRateLimit?: RateLimit; metricsToken?: string; tenantNetworks?: string[]; host?: string; trustProxy?: string[]; platform?: Partial<TestPlatform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Parts['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
-  const database = opts.replicaOf?.database ?? (await freshDatabase(kind));
+  const database = opts.replicaOf?.database ?? (await freshDatabase(kind, { migrated: true }));
   const store = await createStore(database.url);
   // SQLite: logs.db next to the fresh store's file, as `slipway serve` keeps it
   const logStore = openLogStore(store, sqliteLogFile(database.url));
