@@ -18,8 +18,7 @@ import Database from 'better-sqlite3';
 import { sql } from 'kysely';
 import { meterPass, type EngineContainer } from '../src/modules/billing/meter.js';
 import { DEFAULT_BILLING_POLICY } from '../src/modules/billing/policy.js';
-import type { Deps } from '../src/modules/deps.js';
-import { idSource, iso, systemRandom, type Clock } from '../src/domain/clock.js';
+import { idSource, iso, systemRandom, type Clock, type Sources } from '../src/domain/clock.js';
 import { charge, rateQ } from '../src/domain/money.js';
 import { SecretBox } from '../src/adapters/secrets/secret-box.js';
 import { createStore, type Store } from '../src/store/db.js';
@@ -37,6 +36,9 @@ class FixedClock implements Clock {
   }
 }
 
+/** What the bench builds its rows and workers from. */
+type Deps = Sources & { store: Store; secrets: SecretBox };
+
 function depsOf(store: Store, clock: FixedClock): Deps {
   return {
     store,
@@ -44,9 +46,6 @@ function depsOf(store: Store, clock: FixedClock): Deps {
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
-    platform: { appsDomain: 'apps.bench', routerPort: 8000, startingCredit: 1_000_000, currency: 'USD' },
-    // metering never reads the logs
-    logs: undefined as unknown as Deps['logs'],
   };
 }
 
@@ -55,7 +54,7 @@ async function populate(deps: Deps, workspaces: number): Promise<void> {
   const now = iso(deps.clock.now());
   for (let w = 0; w < workspaces; w++) {
     const user = await findOrCreateUser(deps, deps.store.repos, `owner${w.toString()}@bench.example`);
-    const ws = await deps.store.transaction((tx) => createWorkspace(deps, tx, { name: `ws ${w.toString()}`, slug: `ws-${w.toString()}`, ownerId: user.id, countedFor: null }));
+    const ws = await deps.store.transaction((tx) => createWorkspace(deps, { currency: 'USD', credit: 1_000_000 }, tx, { name: `ws ${w.toString()}`, slug: `ws-${w.toString()}`, ownerId: user.id, countedFor: null }));
     for (let p = 0; p < 8; p++) {
       const id = deps.ids.id();
       const slug = `app-${p.toString()}`;

@@ -25,14 +25,15 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import Docker from 'dockerode';
 import { instanceLabels, podsOf } from '../src/modules/deployments/engine/containers.js';
-import type { Deps } from '../src/modules/deps.js';
 import { idSource, iso, systemClock, systemRandom } from '../src/domain/clock.js';
 import { DockerRuntime } from '../src/adapters/runtime/docker/docker.runtime.js';
 import { SecretBox } from '../src/adapters/secrets/secret-box.js';
 import { createStore } from '../src/store/db.js';
+import type { Sources } from '../src/domain/clock.js';
 import { createWorkspace } from '../src/modules/tenancy/workspaces.service.js';
 import { findOrCreateUser } from '../src/modules/tenancy/users.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../src/modules/uptime/policy.js';
 import { RepoRoot } from '../test/factories/git-server.js';
 import { ensureBaseImage } from '../test/factories/images.js';
 import { startWebhookReceiver } from '../test/factories/webhook-receiver.js';
@@ -56,17 +57,15 @@ async function scale(): Promise<Record<string, unknown>> {
   const router = await fakeRouter();
   try {
     const store = await createStore(join(dir, 'slipway.db'));
-    const deps: Deps = {
+    const deps: Sources & { store: typeof store; secrets: SecretBox } = {
       store,
       clock: systemClock,
       random: systemRandom,
       ids: idSource(systemClock, systemRandom),
       secrets: new SecretBox(randomBytes(32), systemRandom),
-      platform: { appsDomain: 'apps.bench', routerPort: router.port, startingCredit: 0, currency: 'USD' },
-      logs: undefined as unknown as Deps['logs'],
     };
     const user = await findOrCreateUser(deps, store.repos, 'owner@bench.example');
-    const ws = await store.transaction((tx) => createWorkspace(deps, tx, { name: 'ws', slug: 'ws', ownerId: user.id, countedFor: null }));
+    const ws = await store.transaction((tx) => createWorkspace(deps, { currency: 'USD', credit: 0 }, tx, { name: 'ws', slug: 'ws', ownerId: user.id, countedFor: null }));
     const now = iso(new Date());
     for (let i = 0; i < monitors; i++) {
       const id = deps.ids.id();
@@ -78,7 +77,7 @@ async function scale(): Promise<Record<string, unknown>> {
     // Slipway's checker
     const late: number[] = [];
     const quiet = { info: () => undefined, warn: () => undefined, error: (o: object, m: string) => { console.error(m, o); } };
-    const checker = new UptimeChecker({ store: deps.store, clock: deps.clock, random: deps.random, ids: deps.ids, appsDomain: deps.platform.appsDomain, probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
+    const checker = new UptimeChecker({ store: deps.store, clock: deps.clock, random: deps.random, ids: deps.ids, appsDomain: 'apps.bench', probe: routerProbe('127.0.0.1', router.port), onQueued: () => undefined, log: quiet, rules: DEFAULT_UPTIME_RULES, tickMs: 100, concurrency: 50, observe: (_p, ms) => late.push(ms) });
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     checker.start();

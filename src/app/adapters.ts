@@ -4,9 +4,11 @@ import { PaystackGateway } from '../modules/billing/gateways/paystack.js';
 import { paymentGateways } from '../modules/billing/gateways/sandbox.js';
 import { StripeGateway } from '../modules/billing/gateways/stripe.js';
 import type { Config } from './config.js';
-import { platformSettings, StartError } from './settings.js';
-import type { Deps } from '../modules/deps.js';
-import { systemRandom, systemSources } from '../domain/clock.js';
+import { policiesOf, StartError, type Policies } from './settings.js';
+import { systemRandom, systemSources, type Clock, type IdSource, type Random } from '../domain/clock.js';
+import type { LogStore } from '../domain/logs.js';
+import type { PaymentGateways } from '../modules/billing/wallet.service.js';
+import type { Mailer } from '../adapters/notify/mailer.js';
 import type { GitHubIntegration } from '../modules/github/installations.js';
 import { GitHubOAuth } from '../modules/github/oauth.js';
 import { openLogStore, sqliteLogFile } from '../store/logs/open.js';
@@ -33,15 +35,33 @@ async function guardSecretKey(config: Config, store: Store): Promise<void> {
   }
 }
 
+/** What the services and the leader's workers are built from: the store, the sources, the adapters and each module's policy. */
+export interface Parts {
+  store: Store;
+  clock: Clock;
+  random: Random;
+  ids: IdSource;
+  secrets: SecretBox;
+  /** the apps' runtime logs (docs/logs.md); closed after the store's users stop */
+  logs: LogStore;
+  /** outgoing e-mail (`--smtp-url`); absent: Slipway sends none */
+  mailer?: Mailer | undefined;
+  /** the GitHub App (`--github-app-*`); absent: installations cannot be linked or used */
+  github?: GitHubIntegration | undefined;
+  /** the payment gateway of each top-up path; a path without one answers 503 */
+  gateways: PaymentGateways;
+  policies: Policies;
+}
+
 /** The adapters and settings every service is built from, over an open store. */
-export async function createDeps(config: Config, store: Store): Promise<Deps> {
+export async function createDeps(config: Config, store: Store): Promise<Parts> {
   await guardSecretKey(config, store);
   const secrets = new SecretBox(loadOrCreateSecretKey(config.secretKeyFile, systemRandom), systemRandom);
   return {
     store,
     ...systemSources(),
     secrets,
-    platform: platformSettings(config),
+    policies: policiesOf(config),
     gateways: gateways(config),
     ...(config.smtp === null ? {} : { mailer: await createSmtpMailer(config.smtp) }),
     ...(config.githubApp === null ? {} : { github: createGitHub(config.githubApp) }),
@@ -51,7 +71,7 @@ export async function createDeps(config: Config, store: Store): Promise<Deps> {
 }
 
 /** The payment gateway of each top-up path that has keys configured; the others are off, or the sandbox with `--payments sandbox`. */
-function gateways(config: Config): Deps['gateways'] {
+function gateways(config: Config): PaymentGateways {
   return paymentGateways(
     {
       ...(config.stripe === null ? {} : { gatewaya: new StripeGateway({ name: 'gatewaya', ...config.stripe }) }),

@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isUniqueViolation } from '../store/dialects.js';
+import { Duplicate } from '../domain/errors.js';
 import { MAX_KEY_DAYS, type ApiKeyService } from '../modules/tenancy/api-keys.service.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './adapters.js';
 import { createNewUser } from '../modules/tenancy/users.js';
 import { createWorkspace } from '../modules/tenancy/workspaces.service.js';
 
@@ -21,7 +21,7 @@ export interface Bootstrapped {
  * null when the store already has users (or another replica bootstrapped it first).
  */
 export async function bootstrap(
-  deps: Deps,
+  deps: Pick<Parts, 'store' | 'clock' | 'ids' | 'policies'>,
   keys: ApiKeyService,
   opts: { adminEmail: string; dataDir: string },
 ): Promise<Bootstrapped | null> {
@@ -32,7 +32,7 @@ export async function bootstrap(
     key = await deps.store.transaction(async (tx) => {
       // Strictly new: a user that appeared meanwhile (another replica) is never handed this key.
       const user = await createNewUser(deps, tx, { email: opts.adminEmail, name: 'Admin', verified: true });
-      const workspace = await createWorkspace(deps, tx, { name: 'Default', slug: BOOTSTRAP_WORKSPACE, ownerId: user.id, countedFor: null });
+      const workspace = await createWorkspace(deps, deps.policies.wallet, tx, { name: 'Default', slug: BOOTSTRAP_WORKSPACE, ownerId: user.id, countedFor: null });
       const created = await keys.issue(tx, { userId: user.id, workspaceId: workspace.id, name: 'bootstrap', expiresInDays: MAX_KEY_DAYS });
       // Written before the commit: a crash in between leaves a stale file that the next first
       // start overwrites, never a committed owner whose key exists nowhere.
@@ -42,7 +42,8 @@ export async function bootstrap(
       return created.key;
     });
   } catch (err) {
-    if (isUniqueViolation(err)) return null;
+    // a user or the workspace `default` made meanwhile (another replica): the repository says so
+    if (err instanceof Duplicate) return null;
     throw err;
   }
   return { email: opts.adminEmail, workspace: BOOTSTRAP_WORKSPACE, key, keyFile };

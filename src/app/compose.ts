@@ -1,4 +1,4 @@
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './adapters.js';
 import { Late } from '../domain/late.js';
 import type { Engine } from '../domain/ports.js';
 import { noCreditListener, WalletService, type CreditListener } from '../modules/billing/wallet.service.js';
@@ -94,23 +94,26 @@ export interface ServiceOptions {
 export const LEASE_MS = 60_000;
 
 /** Every service, each built once from the dependencies, linked to the leader's objects through `leader`. */
-export function createServices(deps: Deps, leader: LeaderLinks, o: ServiceOptions): Services {
-  const apiKeys = new ApiKeyService(deps);
-  const wallets = new WalletService(deps, leader.billing);
-  const queue = new DeployQueue(deps, LEASE_MS);
-  const projects = new ProjectService(deps, leader.engine, wallets);
-  const git = new GitService(deps);
-  const deploys = new DeployService(deps, queue, wallets, leader.engine);
-  const envVars = new EnvService(deps);
-  const databases = new DatabaseService(deps, wallets, leader.engine, leader.databases);
+export function createServices(deps: Parts, leader: LeaderLinks, o: ServiceOptions): Services {
+  const { store, clock, random, ids, secrets, logs, policies } = deps;
+  const { repos } = store;
+  const apiKeys = new ApiKeyService(repos, clock, random, ids);
+  const wallets = new WalletService(store, clock, ids, policies.billing, deps.gateways, policies.projects.publicUrl, leader.billing);
+  const queue = new DeployQueue(store, clock, ids, LEASE_MS);
+  const projects = new ProjectService(store, clock, ids, policies.projects, policies.limits, logs, leader.engine, wallets);
+  const git = new GitService(repos, clock, random, secrets, policies.projects, deps.github);
+  const deploys = new DeployService(repos, clock, ids, policies.limits, queue, wallets, leader.engine);
+  const envVars = new EnvService(store, clock, ids, secrets, policies.projects);
+  const databases = new DatabaseService(store, clock, random, ids, secrets, policies.databases, policies.limits, wallets, leader.engine, leader.databases);
   const notifier = new UptimeNotifier({
-    repos: deps.store.repos,
-    clock: deps.clock,
-    secrets: deps.secrets,
+    repos,
+    clock,
+    random,
+    secrets,
     mailer: deps.mailer,
-    appsDomain: deps.platform.appsDomain,
-    routerPort: deps.platform.routerPort,
-    policy: { allowPrivate: deps.platform.notifyAllowPrivate ?? false },
+    appsDomain: policies.projects.appsDomain,
+    routerPort: policies.projects.routerPort,
+    policy: policies.notify,
     log: o.log,
   });
   const llm =
@@ -119,26 +122,26 @@ export function createServices(deps: Deps, leader: LeaderLinks, o: ServiceOption
       : new LlmAnalyzer({ ...o.llm, onFallback: (reason) => { o.log.warn({ reason }, 'log analysis: the model gave no usable answer; the built-in analysis was returned'); } });
   return {
     apiKeys,
-    workspaces: new WorkspaceService(deps),
-    members: new MemberService(deps),
-    invitations: new InvitationService(deps, apiKeys),
+    workspaces: new WorkspaceService(store, clock, ids, policies.limits, policies.wallet, logs),
+    members: new MemberService(store, clock),
+    invitations: new InvitationService(store, clock, random, ids, policies.invitations, apiKeys, deps.mailer),
     wallets,
     projects,
-    installations: new GitHubInstallationService(deps),
+    installations: new GitHubInstallationService(repos, clock, random, secrets, deps.github),
     git,
-    deployments: new DeploymentService(deps),
-    buildLog: new BuildLog(deps, o.onLogsStored),
+    deployments: new DeploymentService(repos),
+    buildLog: new BuildLog(repos, logs, clock, o.onLogsStored),
     queue,
     deploys,
     envVars,
-    domains: new DomainService(deps, (projectId) => leader.engine.get().routesChanged(projectId)),
-    uptime: new UptimeService(deps, notifier),
+    domains: new DomainService(store, clock, random, ids, policies.domains, policies.projects, (projectId) => leader.engine.get().routesChanged(projectId)),
+    uptime: new UptimeService(repos, clock, ids, secrets, policies.projects, policies.notify, notifier),
     notifier,
-    logs: new LogService(deps),
-    logAnalysis: new LogAnalysisService(deps, deps.logs, envVars, llm, new AnalysisPool(o.analysisPool)),
+    logs: new LogService(repos, logs, clock, secrets, policies.logs),
+    logAnalysis: new LogAnalysisService(repos, logs, envVars, llm, new AnalysisPool(o.analysisPool)),
     databases,
-    templates: new TemplateService(deps, wallets, projects, envVars, databases, deploys, git),
-    metrics: new MetricsService(deps),
+    templates: new TemplateService(store, random, policies.templates, policies.projects, wallets, projects, envVars, databases, deploys, git),
+    metrics: new MetricsService(repos, clock),
     webhooks: new WebhookService(deploys, git, o.githubWebhookSecret ?? ''),
   };
 }

@@ -6,7 +6,7 @@ import Fastify, { type FastifyLoggerOptions } from 'fastify';
 import { destination, type LoggerOptions } from 'pino';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { registerProjectGauges } from '../modules/metrics/prometheus.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './adapters.js';
 import { authPlugin } from '../http/auth.js';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from '../http/errors.js';
 import { redactUrl } from '../http/redact.js';
@@ -44,7 +44,7 @@ import type { ApiSettings } from './settings.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
 
 /** What the HTTP API is built from: the services' dependencies, its settings (settings.ts) and the live tail's hub. */
-export interface AppDeps extends Deps, ApiSettings {
+export interface AppDeps extends Parts, ApiSettings {
   /** the live tail's hub (src/modules/logs/live.ts), which the log writer notifies; absent: no …/live-logs route */
   liveLogs?: LiveLogs;
 }
@@ -129,7 +129,7 @@ async function createHttp(deps: AppDeps) {
 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics, prefix: 'slipway_' });
-  registerProjectGauges(metrics, deps);
+  registerProjectGauges(metrics, deps.store.repos, deps.clock);
   const latency = new Histogram({
     name: 'slipway_http_request_duration_seconds',
     help: 'HTTP request latency by route and status',

@@ -10,21 +10,19 @@ import { createRouterDriver, type RouterDriver, type RouterLog } from '../adapte
 import { DockerRuntime } from '../adapters/runtime/docker/docker.runtime.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { engineContainers } from '../modules/billing/meter.js';
-import { billingPolicy } from '../modules/billing/policy.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
-import { databasePolicy } from '../modules/databases/policy.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
 import { instanceLabels } from '../modules/deployments/engine/containers.js';
 import type { LeaderEngine } from '../modules/deployments/engine/engine-supervisor.js';
 import { Orchestrator } from '../modules/deployments/engine/orchestrator.js';
 import { standbyEngine } from '../modules/deployments/engine/standby.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './adapters.js';
 import { LogCollector } from '../modules/logs/collector.js';
 import type { LiveLogs } from '../modules/logs/live.js';
 import { LogWriter } from '../modules/logs/log-writer.js';
 import { ResourceSampler } from '../modules/metrics/metrics.worker.js';
 import { CrashAlerts } from '../modules/uptime/crash-alerts.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
 import { instanceId, type Store } from '../store/db.js';
 import { LEASE_MS, type LeaderLinks, type Services } from './compose.js';
 import type { Config } from './config.js';
@@ -37,7 +35,7 @@ import { StartError } from './settings.js';
 /** What the leader's workers are built over. */
 export interface LeaderContext {
   config: Config;
-  deps: Deps;
+  deps: Parts;
   services: Services;
   leader: LeaderLinks;
   /** the live tail's hub, told of every batch the log collector stores */
@@ -70,7 +68,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     dialect: deps.store.dialect,
     clock: deps.clock,
     ids: deps.ids,
-    appsDomain: deps.platform.appsDomain,
+    appsDomain: deps.policies.projects.appsDomain,
     queue: services.queue,
     buildLog: services.buildLog,
     envVars: services.envVars,
@@ -103,10 +101,11 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   const databases = new DatabaseWorker({
     repos: deps.store.repos,
     clock: deps.clock,
+    random: deps.random,
     ids: deps.ids,
     secrets: deps.secrets,
     runtime,
-    policy: databasePolicy(deps.platform),
+    policy: deps.policies.databases,
     labels,
     sharedPrefix: sharedPrefix(instance),
     network: (ws) => orchestrator.workspaceNetwork(ws),
@@ -120,7 +119,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     store: deps.store,
     clock: deps.clock,
     ids: deps.ids,
-    policy: billingPolicy(deps.platform),
+    policy: deps.policies.billing,
     mailer: deps.mailer,
     work: allWork(services.deploys, services.databases),
     log,
@@ -135,11 +134,11 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     clock: deps.clock,
     random: deps.random,
     ids: deps.ids,
-    appsDomain: deps.platform.appsDomain,
+    appsDomain: deps.policies.projects.appsDomain,
     probe: routerProbe(loopbackOf(config.routerListen.host), config.routerListen.port),
     onQueued: () => { void notifier.wake(); },
     log,
-    rules: { ...DEFAULT_UPTIME_RULES, ...deps.platform.uptime },
+    rules: deps.policies.uptime,
   });
   checker.start();
   // what a previous leader queued and did not deliver
@@ -170,7 +169,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
  * The engine of a standby (another process holds the deploy-engine lease): the status view
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
-export async function observeEngine(config: Config, deps: Deps): Promise<Engine> {
+export async function observeEngine(config: Config, deps: Parts): Promise<Engine> {
   return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
@@ -179,7 +178,7 @@ export async function observeEngine(config: Config, deps: Deps): Promise<Engine>
  * answers HTTP-01, and carries the certificate manager, which starts after the data plane and
  * stops before it, inside the router's own start() and stop().
  */
-export async function createRouter(config: Config, deps: Pick<Deps, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
+export async function createRouter(config: Config, deps: Pick<Parts, 'store' | 'clock'>, log: RouterLog): Promise<RouterDriver> {
   const router = { driver: config.router, listen: config.routerListen, nginxDir: join(config.dataDir, 'router'), log, clock: deps.clock };
   const { acme } = config;
   if (acme === null) return createRouterDriver(router);

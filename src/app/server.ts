@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
 import { superviseEngine } from '../modules/deployments/engine/engine-supervisor.js';
-import type { Deps } from '../modules/deps.js';
+import type { Parts } from './adapters.js';
 import { LiveLogs } from '../modules/logs/live.js';
 import { startMetricsListener, type MetricsListener } from '../modules/metrics/listener.js';
 import type { LogStore } from '../domain/logs.js';
@@ -29,7 +29,7 @@ export interface Running {
  * `--payments sandbox`: one warning line at every start, naming the top-up paths that credit
  * without payment (docs/billing.md#sandbox), so it is never on unnoticed.
  */
-function warnIfSandbox(deps: Deps, log: FastifyBaseLogger): void {
+function warnIfSandbox(deps: Pick<Parts, 'gateways'>, log: FastifyBaseLogger): void {
   const paths = sandboxPaths(deps.gateways);
   if (paths.length === 0) return;
   log.warn(

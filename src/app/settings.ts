@@ -3,8 +3,15 @@ import type { RateLimit } from '../http/rate-limit.js';
 import { TenantNetworks } from '../http/tenant-guard.js';
 import type { AnalysisPoolOptions } from '../modules/logs/analysis-pool.js';
 import type { LlmOptions } from '../modules/logs/llm.js';
-import { Catalog, CatalogError, SHIPPED_CATALOG } from '../modules/templates/catalog.js';
-import type { Platform } from '../modules/deps.js';
+import { CatalogError, type Catalog } from '../modules/templates/catalog.js';
+import { templateCatalog } from '../modules/templates/policy.js';
+import type { BillingPolicy } from '../modules/billing/policy.js';
+import type { DatabasePolicy } from '../modules/databases/policy.js';
+import type { DomainPolicy } from '../modules/domains/policy.js';
+import type { LogPolicy } from '../modules/logs/policy.js';
+import type { ProjectPolicy } from '../modules/projects/policy.js';
+import type { InvitationPolicy, StartingWallet, TenantLimits } from '../modules/tenancy/policy.js';
+import { DEFAULT_UPTIME_RULES, type NotifyPolicy, type UptimeRules } from '../modules/uptime/policy.js';
 import type { Config } from './config.js';
 
 // The configuration (config.ts: flags, environment, defaults) read into the settings the modules
@@ -14,30 +21,42 @@ import type { Config } from './config.js';
 /** A start that failed for a reason the operator can fix (reported without a stack trace). */
 export class StartError extends Error {}
 
-/** The platform-wide settings the services read. */
-export function platformSettings(config: Config): Platform {
+/** Each module's settings (its `policy.ts`), each read by that module alone. */
+export interface Policies {
+  limits: TenantLimits;
+  wallet: StartingWallet;
+  invitations: InvitationPolicy;
+  projects: ProjectPolicy;
+  domains: DomainPolicy;
+  logs: LogPolicy;
+  billing: BillingPolicy;
+  databases: DatabasePolicy;
+  templates: Catalog;
+  notify: NotifyPolicy;
+  uptime: UptimeRules;
+}
+
+/** Each module's policy, from the configuration. */
+export function policiesOf(config: Config): Policies {
   return {
-    appsDomain: config.appsDomain,
-    routerPort: config.routerListen.port,
-    startingCredit: config.startingCredit,
     limits: config.limits,
-    currency: config.currency,
+    wallet: { currency: config.currency, credit: config.startingCredit },
+    invitations: { tokenInResponse: config.invitationTokenInResponse, publicUrl: config.publicUrl },
+    projects: { appsDomain: config.appsDomain, routerPort: config.routerListen.port, publicUrl: config.publicUrl },
     domains: { verification: config.domainVerification, dnsServers: config.dnsServers, publicAddresses: config.publicAddresses, maxPerProject: config.maxDomainsPerProject },
-    publicUrl: config.publicUrl,
-    invitationTokenInResponse: config.invitationTokenInResponse,
-    logMaxBytesPerProject: config.logMaxBytesPerProject,
+    logs: { maxBytesPerProject: config.logMaxBytesPerProject },
+    billing: config.billing,
     databases: config.databases,
     templates: loadCatalog(config),
-    billing: config.billing,
-    notifyAllowPrivate: config.notifyAllowPrivate,
-    uptime: config.uptime,
+    notify: { allowPrivate: config.notifyAllowPrivate },
+    uptime: { ...DEFAULT_UPTIME_RULES, ...config.uptime },
   };
 }
 
 /** The shipped template catalog and `--template-catalog`'s entries, every entry checked: a bad one stops the start. */
 function loadCatalog(config: Config): Catalog {
   try {
-    return Catalog.load([SHIPPED_CATALOG, ...(config.templateCatalog === '' ? [] : [config.templateCatalog])]);
+    return templateCatalog(config.templateCatalog);
   } catch (err) {
     if (err instanceof CatalogError) throw new StartError(err.message);
     throw err;

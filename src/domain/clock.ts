@@ -23,6 +23,15 @@ export function uuidv7(clock: Clock, random: Random): string {
   return format(BigInt(clock.now().getTime()), randomTail(random));
 }
 
+/** A random UUID (version 4, RFC 9562 §5.4) from `random`. */
+export function uuidv4(random: Random): string {
+  const b = Buffer.from(random.bytes(16));
+  b[6] = ((b[6] ?? 0) & 0x0f) | 0x40;
+  b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;
+  const hex = b.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 export interface IdSource {
   id(): string;
 }
@@ -69,8 +78,15 @@ function format(ms: bigint, tail: bigint): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Where time, randomness and ids come from; a service takes the ones it uses. */
+export interface Sources {
+  clock: Clock;
+  random: Random;
+  ids: IdSource;
+}
+
 /** The system's clock, randomness and ids, which every process outside the tests runs on. */
-export const systemSources = (): { clock: Clock; random: Random; ids: IdSource } => ({
+export const systemSources = (): Sources => ({
   clock: systemClock,
   random: systemRandom,
   ids: idSource(systemClock, systemRandom),

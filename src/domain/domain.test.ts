@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { idSource, systemRandom, uuidv7 } from './clock.js';
+import { idSource, systemRandom, uuidv4, uuidv7 } from './clock.js';
 import { isEmailAddress } from './email.js';
 import { API_KEY_PATTERN, digestsEqual, displayPrefix, newApiKey, sha256Hex } from './keys.js';
 import { allows, atLeast } from './roles.js';
@@ -12,6 +12,12 @@ const counting = () => {
 };
 
 describe('ids and keys', () => {
+  it('makes version-4 UUIDs from the injected randomness alone', () => {
+    const u = uuidv4({ bytes: (n) => Buffer.alloc(n, 0xff) });
+    expect(u).toBe('ffffffff-ffff-4fff-bfff-ffffffffffff');
+    expect(uuidv4(systemRandom)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
   it('makes UUIDv7 ids that carry their time and sort by it', () => {
     const random = counting();
     const a = uuidv7(fixed(1_700_000_000_000), random);

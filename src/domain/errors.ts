@@ -45,3 +45,16 @@ export const conflict = (message: string): AppError => new AppError('CONFLICT', 
 export const forbidden = (message = 'Your role does not allow this action.'): AppError =>
   new AppError('FORBIDDEN', message);
 export const unauthorized = (message: string): AppError => new AppError('UNAUTHORIZED', message);
+
+/**
+ * A write the store refused because it would repeat a unique value (a slug, an e-mail, a host
+ * name): 409. The repository that made the write throws it, with the sentence the API shows, so
+ * that no service has to recognise a driver's error; a service that knows more may reword it.
+ */
+export class Duplicate extends AppError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFLICT', message);
+    this.name = 'Duplicate';
+    if (options !== undefined) this.cause = options.cause;
+  }
+}

@@ -2,6 +2,8 @@
  * The few places where SQLite and PostgreSQL differ, each with its reason. Everything else in
  * the store is one query layer (Kysely) over the same schema.
  */
+import { Duplicate } from '../domain/errors.js';
+
 export type Dialect = 'sqlite' | 'postgres';
 
 interface DriverError {
@@ -10,9 +12,11 @@ interface DriverError {
 
 /**
  * A unique-constraint violation. better-sqlite3 reports `SQLITE_CONSTRAINT_UNIQUE` (or
- * `SQLITE_CONSTRAINT_PRIMARYKEY`); pg reports SQLSTATE 23505.
+ * `SQLITE_CONSTRAINT_PRIMARYKEY`); pg reports SQLSTATE 23505; a repository that already said
+ * which value was taken throws the domain's Duplicate.
  */
 export function isUniqueViolation(err: unknown): boolean {
+  if (err instanceof Duplicate) return true;
   if (typeof err !== 'object' || err === null) return false;
   const code = (err as DriverError).code;
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
@@ -28,4 +32,17 @@ export const toNumber = (value: string | number | bigint): number => Number(valu
  */
 export function lockClause(dialect: Dialect): boolean {
   return dialect === 'postgres';
+}
+
+/**
+ * Runs a write; a unique violation becomes the domain's Duplicate with `message` (409), anything
+ * else is thrown as it is. Inside a transaction the error still rolls the transaction back.
+ */
+export async function orDuplicate<T>(write: Promise<T>, message: () => string): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (isUniqueViolation(err) && !(err instanceof Duplicate)) throw new Duplicate(message(), { cause: err });
+    throw err;
+  }
 }

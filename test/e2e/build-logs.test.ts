@@ -13,7 +13,7 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     s = await startTestServer(kind);
     w = await makeWorkspace(s);
     p = await makeProject(s, w);
-    q = new DeployQueue(s.deps, 60_000);
+    q = new DeployQueue(s.store, s.deps.clock, s.deps.ids, 60_000);
   });
   afterAll(async () => s.close());
 
@@ -80,7 +80,7 @@ describe.each(STORE_KINDS)('build log stream on %s', (kind) => {
     expect(await openStream(wsUrl('nope'), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
     // Another workspace's deployment id under one's own project.
     const other = await makeProject(s, outsider);
-    const foreign = await new DeployQueue(s.deps, 60_000).enqueue({ projectId: other.id, source: 'git' });
+    const foreign = await new DeployQueue(s.store, s.deps.clock, s.deps.ids, 60_000).enqueue({ projectId: other.id, source: 'git' });
     expect(await openStream(wsUrl(foreign.id), { 'x-api-key': w.member.key }).closed).toEqual(['[ERROR] Deployment was not found.']);
   });
 

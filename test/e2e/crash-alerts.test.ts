@@ -40,7 +40,7 @@ describe('crash alerts on the engine', () => {
     w = await makeWorkspace(s);
     root = await RepoRoot.create();
     gitServer = await startGitServer({ root: root.dir });
-    notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.platform.appsDomain, routerPort: s.deps.platform.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, random: s.deps.random, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.policies.projects.appsDomain, routerPort: s.deps.policies.projects.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
     alerts = new CrashAlerts({ uptime: s.deps.store.repos.uptime, clock: s.deps.clock, ids: s.deps.ids, onQueued: () => { void notifier.wake(); }, log: quietLog });
     engine = await startTestEngine(s, { gitBaseUrl: gitServer.url, tune: { crashes: alerts, healthTimeoutMs: 8_000, reconcileEveryMs: 1_000 } });
     await alerts.watch(engine.runtime, instanceLabels(await instanceId(s.store)));

@@ -18,7 +18,6 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseDetail, Database } from '../../src/modules/databases/databases.schema.js';
 import type { DatabaseAddress } from '../../src/domain/database.js';
-import { databasePolicy } from '../../src/modules/databases/policy.js';
 import { DATABASE_LABEL } from '../../src/modules/databases/databases.worker.js';
 import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture, type TestEngine } from '../factories/engine.js';
 import { startDatabaseWorker } from '../factories/databases.js';
@@ -367,7 +366,7 @@ describe('managed databases on the engine (sqlite)', () => {
     const logins: DatabaseAddress[] = [];
     const workerWith = (mongo: string) => startDatabaseWorker(s, {
       runtime: engine.runtime,
-      policy: { images: { ...databasePolicy(s.deps.platform).images, mongo }, readyTimeoutMs: 3_000 },
+      policy: { images: { ...s.deps.policies.databases.images, mongo }, readyTimeoutMs: 3_000 },
       network: (ws) => engine.orchestrator.workspaceNetwork(ws),
       log: { info: () => undefined, warn: () => undefined, error: () => undefined },
       login: (a) => { logins.push(a); return Promise.resolve(); },

@@ -4,7 +4,7 @@
 // them. Tried as a hostile tenant: mallory claims bigcorp's name first. DNS is a local server
 // (test/factories/dns-server.ts) that the resolver is pointed at, as --dns-servers does.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DomainPolicy } from '../../src/modules/deps.js';
+import type { DomainPolicy } from '../../src/modules/domains/policy.js';
 import type { Domain } from '../../src/modules/domains/domains.schema.js';
 import { DomainService } from '../../src/modules/domains/domains.service.js';
 import { startDnsServer, type TestDns } from '../factories/dns-server.js';
@@ -178,7 +178,7 @@ describe.each(STORE_KINDS)('custom domain verification on %s', (kind) => {
   });
 
   it('with verification off, trusts every domain at once, and a background pass trusts the ones left pending', async () => {
-    const off = new DomainService({ ...s.deps, platform: { ...s.deps.platform, domains: { ...policy(), verification: 'off' } } });
+    const off = new DomainService(s.store, s.deps.clock, s.deps.random, s.deps.ids, { ...policy(), verification: 'off' }, s.deps.policies.projects);
     const p = await makeProject(s, bigcorp);
     const left = await add(bigcorp, p, fresh('left'));
     expect(left.body.data?.verified).toBe(false);

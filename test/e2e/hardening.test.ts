@@ -49,7 +49,7 @@ describe.each(STORE_KINDS)('query integers on %s (item 9)', (kind) => {
     s = await startTestServer(kind);
     w = await makeWorkspace(s);
     p = await makeProject(s, w);
-    const q = new DeployQueue(s.deps, 60_000);
+    const q = new DeployQueue(s.store, s.deps.clock, s.deps.ids, 60_000);
     for (let i = 0; i < 3; i++) await q.enqueue({ projectId: p.id, source: 'git' });
   });
   afterAll(async () => s.close());
@@ -109,7 +109,7 @@ describe.each(STORE_KINDS)('streams on %s', (kind) => {
     s = await startTestServer(kind, { streamRecheckMs: 100 });
     w = await makeWorkspace(s);
     p = await makeProject(s, w);
-    q = new DeployQueue(s.deps, 60_000);
+    q = new DeployQueue(s.store, s.deps.clock, s.deps.ids, 60_000);
   });
   afterAll(async () => s.close());
 

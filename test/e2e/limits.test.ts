@@ -259,7 +259,7 @@ describe('the limits with their defaults', () => {
     const r = await s.request('POST', '/api/workspaces', { key: w.owner.key, body: { name: 'x', slug: slug('d') } });
     expect(r.status).toBe(403);
     expect(r.body.error).toContain('SLIPWAY_MAX_WORKSPACES_PER_USER = 10');
-    s.deps.platform.limits = { maxWorkspacesPerUser: 0 };
+    s.deps.policies.limits.maxWorkspacesPerUser = 0;
     expect((await s.request('POST', '/api/workspaces', { key: w.owner.key, body: { name: 'x', slug: slug('d') } })).status).toBe(201);
   });
 });

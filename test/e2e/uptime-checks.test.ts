@@ -6,7 +6,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../../src/modules/uptime/policy.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { runningProject, setClock } from '../factories/billing.js';
 import { closeServer } from '../factories/git-server.js';
@@ -76,8 +77,8 @@ describe.each(STORE_KINDS)('uptime checks on %s', (kind) => {
     w = await makeWorkspace(s);
     project = await runningProject(s, w.id, { replicas: 1, cpu: '0.5', ram: '0.5' });
     host = `${(await s.store.db.selectFrom('projects').select('host_label').where('id', '=', project.id).executeTakeFirstOrThrow()).host_label}.apps.test`;
-    notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.platform.appsDomain, routerPort: s.deps.platform.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
-    checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.platform.appsDomain, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
+    notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, random: s.deps.random, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.policies.projects.appsDomain, routerPort: s.deps.policies.projects.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.policies.projects.appsDomain, probe: routerProbe('127.0.0.1', router.port), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
   });
   afterAll(async () => {
     await checker.stop();

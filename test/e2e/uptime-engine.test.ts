@@ -6,7 +6,8 @@
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
-import { DEFAULT_UPTIME_RULES, routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { routerProbe, UptimeChecker } from '../../src/modules/uptime/uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from '../../src/modules/uptime/policy.js';
 import { UptimeNotifier } from '../../src/modules/uptime/notifier.js';
 import { quietLog } from '../factories/harness.js';
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
@@ -47,8 +48,8 @@ describe('uptime checks on the engine', () => {
     const put = await s.request('PUT', `${api()}/uptime`, { key: w.member.key, body: { enabled: true, check_interval_sec: 10, check_path: '/health.html', chat_webhook_url: `${receiver.url}/ops` } });
     expect(put.status, put.text).toBe(200);
 
-    const notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.platform.appsDomain, routerPort: s.deps.platform.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
-    const checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.platform.appsDomain, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
+    const notifier = new UptimeNotifier({ repos: s.deps.store.repos, clock: s.deps.clock, random: s.deps.random, secrets: s.deps.secrets, mailer: s.deps.mailer, appsDomain: s.deps.policies.projects.appsDomain, routerPort: s.deps.policies.projects.routerPort, policy: { allowPrivate: true }, log: quietLog, backoffMs: 5 });
+    const checker = new UptimeChecker({ store: s.deps.store, clock: s.deps.clock, random: s.deps.random, ids: s.deps.ids, appsDomain: s.deps.policies.projects.appsDomain, probe: routerProbe('127.0.0.1', engine.routerPort), onQueued: () => { void notifier.wake(); }, log: quietLog, rules: DEFAULT_UPTIME_RULES });
     const after = async (ms: number) => {
       s.clock.advance(ms);
       await checker.tick();

@@ -5,7 +5,6 @@
 // project's status, and one per running container database.
 import type { EngineContainer, EngineContainers } from '../../src/modules/billing/meter.js';
 import { allWork, BillingWorker, type BillingLog } from '../../src/modules/billing/billing.worker.js';
-import { billingPolicy } from '../../src/modules/billing/policy.js';
 import { iso } from '../../src/domain/clock.js';
 import { makeProject, type TestServer } from './harness.js';
 
@@ -32,7 +31,7 @@ export function billingWorker(s: TestServer, containers: EngineContainers = stor
     store: s.store,
     clock: s.deps.clock,
     ids: s.deps.ids,
-    policy: billingPolicy(s.deps.platform),
+    policy: s.deps.policies.billing,
     mailer: s.deps.mailer,
     work: allWork(s.services.deploys, s.services.databases),
     log,

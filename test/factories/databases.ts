@@ -2,7 +2,7 @@
 // reconcile periods, quiet logs). The engine factory starts one with `databases`; tests that
 // play a second leader, or provision only on shared servers, start their own.
 import Docker from 'dockerode';
-import { databasePolicy, type DatabasePolicy } from '../../src/modules/databases/policy.js';
+import type { DatabasePolicy } from '../../src/modules/databases/policy.js';
 import { sharedPrefix } from '../../src/modules/databases/shared.js';
 import { DatabaseWorker, type DatabaseWorkerOptions } from '../../src/modules/databases/databases.worker.js';
 import { systemClock } from '../../src/domain/clock.js';
@@ -34,10 +34,11 @@ export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorke
   const worker = new DatabaseWorker({
     repos: s.store.repos,
     clock: systemClock,
+    random: s.deps.random,
     ids: s.deps.ids,
     secrets: s.deps.secrets,
     runtime: opts.runtime ?? new DockerRuntime({ docker: new Docker() }),
-    policy: { ...databasePolicy(s.deps.platform), ...opts.policy },
+    policy: { ...s.deps.policies.databases, ...opts.policy },
     labels: instanceLabels(instance),
     sharedPrefix: sharedPrefix(instance),
     network: opts.network ?? (() => Promise.reject(new Error('this test worker has no engine network'))),

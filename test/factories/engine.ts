@@ -68,7 +68,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     dialect: s.store.dialect,
     clock: s.deps.clock,
     ids: s.deps.ids,
-    appsDomain: s.deps.platform.appsDomain,
+    appsDomain: s.deps.policies.projects.appsDomain,
     queue: s.services.queue,
     buildLog: s.services.buildLog,
     envVars: s.services.envVars,

@@ -7,7 +7,14 @@ import type { LeaderLinks, Services } from '../../src/app/compose.js';
 import { idSource, iso, systemRandom, type Clock } from '../../src/domain/clock.js';
 import type { Role } from '../../src/domain/roles.js';
 import { createStore, type Store } from '../../src/store/db.js';
-import type { Deps, Platform } from '../../src/modules/deps.js';
+import type { Parts } from '../../src/app/adapters.js';
+import type { Policies } from '../../src/app/settings.js';
+import { DEFAULT_BILLING_POLICY, type BillingPolicy } from '../../src/modules/billing/policy.js';
+import { DEFAULT_DATABASE_POLICY, type DatabasePolicy } from '../../src/modules/databases/policy.js';
+import { DEFAULT_DOMAIN_POLICY, type DomainPolicy } from '../../src/modules/domains/policy.js';
+import { DEFAULT_LOG_MAX_BYTES } from '../../src/modules/logs/policy.js';
+import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../../src/modules/tenancy/policy.js';
+import { DEFAULT_UPTIME_RULES, type UptimeRules } from '../../src/modules/uptime/policy.js';
 import type { Mailer } from '../../src/adapters/notify/mailer.js';
 import type { GitHubIntegration } from '../../src/modules/github/installations.js';
 import type { LogStore } from '../../src/domain/logs.js';
@@ -47,6 +54,46 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
+/**
+ * A test server's settings, as the configuration gives them, each optional (the defaults of the
+ * modules where absent); the harness makes each module's policy of them, as `serve` does.
+ */
+export interface TestPlatform {
+  appsDomain: string;
+  routerPort: number;
+  startingCredit: number;
+  currency: string;
+  publicUrl: string;
+  invitationTokenInResponse: boolean;
+  limits: Partial<TenantLimits>;
+  domains: DomainPolicy;
+  /** null: no cap */
+  logMaxBytesPerProject: number | null;
+  databases: Partial<DatabasePolicy>;
+  templates: Catalog;
+  billing: Partial<BillingPolicy>;
+  notifyAllowPrivate: boolean;
+  uptime: Partial<UptimeRules>;
+}
+
+/** Each module's policy from a test's settings, over the modules' defaults. */
+export function testPolicies(p: Partial<TestPlatform>): Policies {
+  const publicUrl = p.publicUrl ?? '';
+  return {
+    limits: { ...DEFAULT_TENANT_LIMITS, ...p.limits },
+    wallet: { currency: p.currency ?? 'USD', credit: p.startingCredit ?? 500 },
+    invitations: { tokenInResponse: p.invitationTokenInResponse ?? true, publicUrl },
+    projects: { appsDomain: p.appsDomain ?? 'apps.test', routerPort: p.routerPort ?? 8000, publicUrl },
+    domains: p.domains ?? DEFAULT_DOMAIN_POLICY,
+    logs: { maxBytesPerProject: p.logMaxBytesPerProject === undefined ? DEFAULT_LOG_MAX_BYTES : p.logMaxBytesPerProject },
+    billing: { ...DEFAULT_BILLING_POLICY, ...p.billing },
+    databases: { ...DEFAULT_DATABASE_POLICY, ...p.databases },
+    templates: p.templates ?? testCatalog(),
+    notify: { allowPrivate: p.notifyAllowPrivate ?? false },
+    uptime: { ...DEFAULT_UPTIME_RULES, ...p.uptime },
+  };
+}
+
 export interface TestServer {
   url: string;
   /** GET /metrics on the operator's metrics listener (loopback), not on the API */
@@ -56,7 +103,7 @@ export interface TestServer {
   services: Services;
   /** what the leader's workers set in `serve` (the engine, the database and billing workers): a test's own workers set them */
   leader: LeaderLinks;
-  deps: Deps;
+  deps: Parts;
   clock: TestClock;
   database: TestDatabase;
   /** the apps' runtime logs (deps.logs): tests append lines straight through it; and the live tail over it (notify it after appending) */
@@ -86,7 +133,7 @@ export const TEST_CATALOG = new URL('./templates.catalog.json', import.meta.url)
 
 export async function startTestServer(
   kind: StoreKind,
-  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; webhookRateLimit?: RateLimit; metricsToken?: string; tenantNetworks?: string[]; host?: string; trustProxy?: string[]; platform?: Partial<Platform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Deps['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
+  opts: { rateLimit?: RateLimit; anonymousRateLimit?: RateLimit; webhookRateLimit?: RateLimit; metricsToken?: string; tenantNetworks?: string[]; host?: string; trustProxy?: string[]; platform?: Partial<TestPlatform>; githubWebhookSecret?: string; mailer?: Mailer; github?: GitHubIntegration; streamRecheckMs?: number; streamPingMs?: number; refusalLogMs?: number; replicaOf?: TestServer; llm?: AppDeps['llm']; gateways?: Parts['gateways']; payments?: PaymentsMode; analysis?: AppDeps['analysis'] } = {},
 ): Promise<TestServer> {
   // a replica: another API process over the same store (its own caches, its own connections)
   const database = opts.replicaOf?.database ?? (await freshDatabase(kind, { migrated: true }));
@@ -94,14 +141,14 @@ export async function startTestServer(
   // SQLite: logs.db next to the fresh store's file, as `slipway serve` keeps it
   const logStore = openLogStore(store, sqliteLogFile(database.url));
   const clock = new TestClock();
-  const deps: Deps = {
+  const deps: Parts = {
     store,
     clock,
     random: systemRandom,
     ids: idSource(clock, systemRandom),
     secrets: new SecretBox(randomBytes(32), systemRandom),
     logs: logStore,
-    platform: { appsDomain: 'apps.test', routerPort: 8000, startingCredit: 500, currency: 'USD', templates: testCatalog(), ...opts.platform },
+    policies: testPolicies(opts.platform ?? {}),
     ...(opts.mailer === undefined ? {} : { mailer: opts.mailer }),
     ...(opts.github === undefined ? {} : { github: opts.github }),
     // as `slipway serve` builds them: the sandbox only where a test turns it on (`payments: 'sandbox'`), as the operator must
@@ -217,7 +264,7 @@ export async function makeWorkspace(s: TestServer, slug = `ws-${unique()}`): Pro
   const { members } = s.store.repos;
   const ownerRow = await findOrCreateUser(s.deps, s.store.repos, `u${unique()}@example.com`);
   // not counted against the owner's --max-workspaces-per-user, like the bootstrap's
-  const { id, created_at: now } = await s.store.transaction((tx) => createWorkspace(s.deps, tx, { name: slug, slug, ownerId: ownerRow.id, countedFor: null }));
+  const { id, created_at: now } = await s.store.transaction((tx) => createWorkspace(s.deps, s.deps.policies.wallet, tx, { name: slug, slug, ownerId: ownerRow.id, countedFor: null }));
   const ownerKey = await s.services.apiKeys.issue(s.store.repos, { userId: ownerRow.id, workspaceId: id, name: 'test', expiresInDays: 30 });
   const owner: TestUser = { id: ownerRow.id, email: ownerRow.email, key: ownerKey.key, keyId: ownerKey.id };
   const people: Partial<Record<Exclude<Role, 'owner'>, TestUser>> = {};

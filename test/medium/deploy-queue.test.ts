@@ -12,7 +12,7 @@ describe.each(STORE_KINDS)('deploy queue on %s', (kind) => {
   beforeAll(async () => {
     s = await startTestServer(kind);
     w = await makeWorkspace(s);
-    q = new DeployQueue(s.deps, LEASE);
+    q = new DeployQueue(s.store, s.deps.clock, s.deps.ids, LEASE);
   });
   afterAll(async () => s.close());
 

@@ -40,10 +40,14 @@ function sleeper(): { sleep: (ms: number) => Promise<void>; waits: number[] } {
   };
 }
 
+/** Randomness of all-zero bits (no jitter), or all-one bits (the most jitter). */
+const zeros = { bytes: (n: number) => Buffer.alloc(n, 0) };
+const ones = { bytes: (n: number) => Buffer.alloc(n, 0xff) };
+
 /** Fast, exact options: no jitter, recorded waits. */
 function options(over: Partial<SendOptions> = {}): SendOptions & { waits: number[] } {
   const { sleep, waits } = sleeper();
-  return { policy: { allowPrivate: true }, sleep, random: () => 0, timeoutMs: 2000, ...over, waits };
+  return { policy: { allowPrivate: true }, sleep, random: zeros, timeoutMs: 2000, ...over, waits };
 }
 
 let receiver: WebhookReceiver;
@@ -243,7 +247,7 @@ describe('sendWebhook', () => {
 
   it('keeps the jitter within 20% of the backoff', async () => {
     receiver.failNext(1, 502);
-    const o = options({ backoffMs: 500, random: () => 0.999 });
+    const o = options({ backoffMs: 500, random: ones });
     expect(await sendWebhook(`${receiver.url}/hooks/jitter`, down, o)).toMatchObject({ ok: true, attempts: 2 });
     expect(o.waits).toHaveLength(1);
     expect(o.waits[0]).toBeGreaterThan(500);
@@ -407,7 +411,7 @@ describe('sendEmail', () => {
   it('retries a server that refuses the connection, then gives up', async () => {
     const port = (await closedPort()).toString();
     const { sleep, waits } = sleeper();
-    const r = await sendEmail(await mailerFor(`smtp://alerts:hunter2pass@127.0.0.1:${port}`), 'ops@example.com', down, { attempts: 3, sleep, random: () => 0 });
+    const r = await sendEmail(await mailerFor(`smtp://alerts:hunter2pass@127.0.0.1:${port}`), 'ops@example.com', down, { attempts: 3, sleep, random: zeros });
     expect(r).toEqual({ channel: 'email', ok: false, attempts: 3, status: null, error: `the SMTP server refused the connection (smtp://127.0.0.1:${port})` });
     expect(waits).toEqual([1000, 2000]);
   });

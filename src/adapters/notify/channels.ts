@@ -7,7 +7,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { systemClock, type Clock } from '../../domain/clock.js';
+import { systemClock, systemRandom, type Clock, type Random } from '../../domain/clock.js';
 import { MailSendError, type Mailer } from './mailer.js';
 import { checkUrlShape, ResolveError, resolveTarget, type TargetPolicy } from './ssrf.js';
 
@@ -46,8 +46,8 @@ export interface SendOptions {
   sleep?: (ms: number) => Promise<void>;
   /** for Retry-After given as a date */
   clock?: Clock;
-  /** the jitter's source, in [0, 1); default Math.random */
-  random?: () => number;
+  /** the jitter's source; default the system's */
+  random?: Random;
 }
 
 const DEFAULT_ATTEMPTS = 4;
@@ -63,7 +63,10 @@ const MAX_ANSWER_BYTES = 8192;
 const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The wait after try `n` (1-based): base·2^(n−1), plus up to 20%. */
-const backoff = (baseMs: number, n: number, random: () => number): number => Math.round(baseMs * 2 ** (n - 1) * (1 + JITTER * random()));
+/** A fraction in [0, 1) from 32 random bits. */
+const fraction = (random: Random): number => random.bytes(4).readUInt32BE(0) / 2 ** 32;
+
+const backoff = (baseMs: number, n: number, random: Random): number => Math.round(baseMs * 2 ** (n - 1) * (1 + JITTER * fraction(random)));
 
 /** Control characters (a newline in a project name) have no place in a subject line. */
 const oneLine = (s: string): string => s.replace(/\p{Cc}+/gu, ' ').trim();
@@ -311,7 +314,7 @@ function judgeFailure(err: unknown, timeoutMs: number): Outcome {
 export async function sendWebhook(url: string, e: AlertEvent, o: SendOptions): Promise<DeliveryResult> {
   const attempts = Math.max(1, o.attempts ?? DEFAULT_ATTEMPTS);
   const sleep = o.sleep ?? realSleep;
-  const random = o.random ?? Math.random;
+  const random = o.random ?? systemRandom;
   const clock = o.clock ?? systemClock;
   const timeoutMs = o.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const shape = checkUrlShape(url, o.policy);
@@ -353,7 +356,8 @@ export interface EmailOptions {
   /** as for webhooks; default 1000 */
   backoffMs?: number;
   sleep?: (ms: number) => Promise<void>;
-  random?: () => number;
+  /** the jitter's source; default the system's */
+  random?: Random;
 }
 
 /** E-mails the alert to `to` through the configured SMTP server, retrying with backoff. */
@@ -361,7 +365,7 @@ export async function sendEmail(mailer: Mailer | undefined, to: string, e: Alert
   if (mailer === undefined) return { channel: 'email', ok: false, attempts: 0, status: null, error: 'no SMTP server is configured (--smtp-url)' };
   const attempts = Math.max(1, o.attempts ?? DEFAULT_ATTEMPTS);
   const sleep = o.sleep ?? realSleep;
-  const random = o.random ?? Math.random;
+  const random = o.random ?? systemRandom;
   const { subject, text } = alertText(e);
   const message = { to, subject, text: `${text}\n\n-- \nSlipway uptime monitoring\n` };
   let error = '';

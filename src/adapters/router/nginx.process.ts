@@ -79,9 +79,9 @@ export interface NginxProcessOptions {
   /** how long a reload's drain waits for old workers to finish their requests */
   drainTimeoutMs: number;
   /** whether an nginx that exits now is restarted (the driver is started, not stopping) */
-  supervised(): boolean;
+  supervised: () => boolean;
   /** brings nginx back after an unexpected exit (the driver rewrites the config and calls launch()) */
-  restart(): Promise<void>;
+  restart: () => Promise<void>;
 }
 
 interface Master {
@@ -110,7 +110,29 @@ export class NginxProcess {
   private restartTimer: NodeJS.Timeout | undefined;
   private watchTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: NginxProcessOptions) {}
+  private readonly dir: string;
+  private readonly paths: ReturnType<typeof nginxPaths>;
+  private readonly logs: NginxLogs;
+  private readonly clock: Clock;
+  private readonly log: RouterLog;
+  private readonly reloadTimeoutMs: number;
+  private readonly stopTimeoutMs: number;
+  private readonly drainTimeoutMs: number;
+  private readonly supervised: () => boolean;
+  private readonly restart: () => Promise<void>;
+
+  constructor(o: NginxProcessOptions) {
+    this.dir = o.dir;
+    this.paths = o.paths;
+    this.logs = o.logs;
+    this.clock = o.clock;
+    this.log = o.log;
+    this.reloadTimeoutMs = o.reloadTimeoutMs;
+    this.stopTimeoutMs = o.stopTimeoutMs;
+    this.drainTimeoutMs = o.drainTimeoutMs;
+    this.supervised = o.supervised;
+    this.restart = o.restart;
+  }
 
   /** the master's pid while it runs */
   get pid(): number | undefined {
@@ -130,27 +152,27 @@ export class NginxProcess {
   async findRunning(): Promise<number | undefined> {
     let pid: number;
     try {
-      pid = Number.parseInt((await readFile(this.o.paths.pid, 'utf8')).trim(), 10);
+      pid = Number.parseInt((await readFile(this.paths.pid, 'utf8')).trim(), 10);
     } catch {
       return undefined;
     }
     if (!Number.isInteger(pid) || pid <= 1 || !(await isAlive(pid))) return undefined;
     const cmdline = await readCmdline(pid);
     // Without /proc the process cannot be told from an unrelated one that reused the pid.
-    if (cmdline === undefined || !cmdline.includes('nginx: master process') || !cmdline.includes(this.o.paths.conf)) return undefined;
+    if (cmdline === undefined || !cmdline.includes('nginx: master process') || !cmdline.includes(this.paths.conf)) return undefined;
     return pid;
   }
 
   /** Supervise the running master `pid` (found by findRunning()). */
   adopt(pid: number): void {
     this.adoptedMaster = true;
-    this.master = { pid, child: undefined, startedAt: this.o.clock.now().getTime() };
+    this.master = { pid, child: undefined, startedAt: this.clock.now().getTime() };
     this.watch(this.master);
   }
 
   /** Runs nginx on the config on disk and waits until it answers with `generation`. */
   async launch(binary: string, generation: string): Promise<void> {
-    const { paths, logs } = this.o;
+    const { paths, logs } = this;
     await rm(paths.control, { force: true });
     // nginx is not running: its logs are renamed without telling it
     await logs.rotate(undefined);
@@ -159,7 +181,7 @@ export class NginxProcess {
     const stderr = await open(paths.stderr, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(binary, ['-p', `${this.o.dir}/`, '-e', paths.errorLog, '-c', paths.conf], {
+      child = spawn(binary, ['-p', `${this.dir}/`, '-e', paths.errorLog, '-c', paths.conf], {
         detached: true,
         stdio: ['ignore', 'ignore', stderr.fd],
       });
@@ -168,10 +190,10 @@ export class NginxProcess {
     }
     const spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
     if (child.pid === undefined) throw new Error(`nginx could not be started (${binary}): ${(await spawnError).message}`);
-    const m: Master = { pid: child.pid, child, startedAt: this.o.clock.now().getTime() };
+    const m: Master = { pid: child.pid, child, startedAt: this.clock.now().getTime() };
     this.master = m;
     child.once('exit', (code, signal) => { this.onExit(m, code === null ? `signal ${String(signal)}` : `code ${code}`); });
-    const deadline = performance.now() + this.o.reloadTimeoutMs;
+    const deadline = performance.now() + this.reloadTimeoutMs;
     for (;;) {
       if (this.master !== m) {
         const reason = (await logs.since(stderrFrom, paths.stderr)).trim() || (await this.reasonSince(errorsFrom)).trim();
@@ -183,24 +205,24 @@ export class NginxProcess {
       }
       if (performance.now() > deadline) {
         await this.kill(m);
-        throw new Error(`nginx did not answer within ${this.o.reloadTimeoutMs} ms of starting.${await this.reasonSince(errorsFrom)}`);
+        throw new Error(`nginx did not answer within ${this.reloadTimeoutMs} ms of starting.${await this.reasonSince(errorsFrom)}`);
       }
       await sleep(20);
     }
-    this.o.log.info({ nginxPid: m.pid }, 'router: nginx running');
+    this.log.info({ nginxPid: m.pid }, 'router: nginx running');
   }
 
   /** SIGHUP, then wait until the new workers answer and the old ones have stopped taking requests. */
   async reload(generation: string): Promise<{ drained: Promise<void> }> {
     const m = this.master;
     if (m === undefined) throw new Error('nginx is not running: nothing to reload.');
-    const { paths, logs } = this.o;
+    const { paths, logs } = this;
     // Workers still shutting down from an earlier reload were waited for by that apply.
     const old = await filterAsync(await workerPids(m.pid), async (pid) => !(await isShuttingDown(pid)));
     await logs.rotate(() => { process.kill(m.pid, 'SIGUSR1'); });
     const errorsFrom = await logs.mark();
     process.kill(m.pid, 'SIGHUP');
-    const deadline = performance.now() + this.o.reloadTimeoutMs;
+    const deadline = performance.now() + this.reloadTimeoutMs;
     for (;;) {
       if (this.master !== m) throw new Error(`nginx exited during a reload.${await this.reasonSince(errorsFrom)}`);
       const answered = await probe(paths.control).catch(() => undefined);
@@ -209,12 +231,12 @@ export class NginxProcess {
         break;
       }
       if (performance.now() > deadline) {
-        throw new Error(`nginx did not take the new router config within ${this.o.reloadTimeoutMs} ms.${await this.reasonSince(errorsFrom)}`);
+        throw new Error(`nginx did not take the new router config within ${this.reloadTimeoutMs} ms.${await this.reasonSince(errorsFrom)}`);
       }
       await sleep(10);
     }
     // A wrapper, not the promise itself: awaiting reload() must not wait for the drain.
-    return { drained: waitUntil(() => everyAsync(old, async (pid) => !(await isAlive(pid))), this.o.drainTimeoutMs) };
+    return { drained: waitUntil(() => everyAsync(old, async (pid) => !(await isAlive(pid))), this.drainTimeoutMs) };
   }
 
   /** No more restarts or watching: the driver is stopping or handing nginx over. */
@@ -251,22 +273,22 @@ export class NginxProcess {
     this.master = undefined;
     // Orphaned workers would keep the port and refuse the next master's bind.
     killGroup(m.pid, 'SIGKILL');
-    if (!this.o.supervised()) return;
-    if (this.o.clock.now().getTime() - m.startedAt > 10_000) this.crashes = 0;
+    if (!this.supervised()) return;
+    if (this.clock.now().getTime() - m.startedAt > 10_000) this.crashes = 0;
     const delay = Math.min(5_000, 100 * 2 ** this.crashes);
     this.crashes += 1;
-    this.o.log.error({ nginxPid: m.pid, exit: how, restartInMs: delay }, 'router: nginx exited unexpectedly; restarting it');
+    this.log.error({ nginxPid: m.pid, exit: how, restartInMs: delay }, 'router: nginx exited unexpectedly; restarting it');
     this.scheduleRestart(delay);
   }
 
   private scheduleRestart(delay: number): void {
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      this.o.restart().catch((err: unknown) => {
-        if (!this.o.supervised()) return;
+      this.restart().catch((err: unknown) => {
+        if (!this.supervised()) return;
         const next = Math.min(5_000, 100 * 2 ** this.crashes);
         this.crashes += 1;
-        this.o.log.error({ err: errorMessage(err), restartInMs: next }, 'router: nginx failed to restart');
+        this.log.error({ err: errorMessage(err), restartInMs: next }, 'router: nginx failed to restart');
         this.scheduleRestart(next);
       });
     }, delay);
@@ -299,20 +321,20 @@ export class NginxProcess {
       // already gone
     }
     const exited = () => m.child === undefined || m.child.exitCode !== null || m.child.signalCode !== null;
-    const gone = await waitUntilTrue(async () => !(await isAlive(m.pid)) && exited(), this.o.stopTimeoutMs);
-    if (!gone) this.o.log.warn({ nginxPid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
+    const gone = await waitUntilTrue(async () => !(await isAlive(m.pid)) && exited(), this.stopTimeoutMs);
+    if (!gone) this.log.warn({ nginxPid: m.pid }, 'router: nginx did not stop gracefully in time; killing it');
     killGroup(m.pid, 'SIGKILL');
     await waitUntilTrue(async () => !(await isAlive(m.pid)), 2_000);
   }
 
   /** nginx creates its unix listener 0666; the directory already keeps others out, this narrows the socket too. */
   private async narrowControl(): Promise<void> {
-    await chmod(this.o.paths.control, 0o600).catch(() => undefined);
+    await chmod(this.paths.control, 0o600).catch(() => undefined);
   }
 
   /** The error lines nginx logged since `mark`, for a message. */
   private async reasonSince(mark: LogMark): Promise<string> {
-    const lines = await this.o.logs.errorsSince(mark);
+    const lines = await this.logs.errorsSince(mark);
     return lines.length === 0 ? '' : ` nginx said: ${lines.slice(-3).join(' | ')}`;
   }
 }

@@ -33,16 +33,32 @@ const MAX_COMMON_NAME = 64;
 export class AcmeIssuer implements CertificateIssuer {
   private client: Promise<Client> | undefined;
 
-  constructor(private readonly o: AcmeIssuerOptions) {}
+  private readonly directoryUrl: string;
+  private readonly accountKey: () => Promise<string>;
+  private readonly email: string | undefined;
+  private readonly ca: string | undefined;
+  private readonly challenges: AcmeChallenges;
+  private readonly pollMinMs: number | undefined;
+  private readonly pollMaxMs: number | undefined;
+
+  constructor(o: AcmeIssuerOptions) {
+    this.directoryUrl = o.directoryUrl;
+    this.accountKey = o.accountKey;
+    this.email = o.email;
+    this.ca = o.ca;
+    this.challenges = o.challenges;
+    this.pollMinMs = o.pollMinMs;
+    this.pollMaxMs = o.pollMaxMs;
+  }
 
   async issue(host: string): Promise<TlsCertificate> {
     const client = await this.acmeClient();
     const privateKey = await acmeCrypto.createPrivateEcdsaKey('P-256');
     const [, csr] = await acmeCrypto.createCsr(host.length <= MAX_COMMON_NAME ? { commonName: host, altNames: [host] } : { altNames: [host] }, privateKey);
-    const { challenges } = this.o;
+    const { challenges, email } = this;
     const certificatePem = await client.auto({
       csr,
-      ...(this.o.email === undefined ? {} : { email: this.o.email }),
+      ...(email === undefined ? {} : { email }),
       // Setting an ACME directory is the operator's agreement to that CA's terms (docs/router.md).
       termsOfServiceAgreed: true,
       challengePriority: ['http-01'],
@@ -61,15 +77,15 @@ export class AcmeIssuer implements CertificateIssuer {
   }
 
   private acmeClient(): Promise<Client> {
-    this.client ??= this.o
-      .accountKey()
+    const { directoryUrl, ca, pollMinMs, pollMaxMs } = this;
+    this.client ??= this.accountKey()
       .then((accountKey) => {
-        if (this.o.ca !== undefined) trustFor(this.o.directoryUrl, this.o.ca);
+        if (ca !== undefined) trustFor(directoryUrl, ca);
         return new Client({
-          directoryUrl: this.o.directoryUrl,
+          directoryUrl,
           accountKey,
-          ...(this.o.pollMinMs === undefined ? {} : { backoffMin: this.o.pollMinMs }),
-          ...(this.o.pollMaxMs === undefined ? {} : { backoffMax: this.o.pollMaxMs }),
+          ...(pollMinMs === undefined ? {} : { backoffMin: pollMinMs }),
+          ...(pollMaxMs === undefined ? {} : { backoffMax: pollMaxMs }),
         });
       })
       .catch((err: unknown) => {

@@ -68,7 +68,22 @@ export class CertificateManager {
   private timer: NodeJS.Timeout | undefined;
   private state: 'new' | 'started' | 'stopped' = 'new';
 
-  constructor(private readonly o: CertificateManagerOptions) {
+  /** the certificates on disk (`<data-dir>/tls`) */
+  private readonly certificates: CertificateStore;
+  private readonly issuer: CertificateIssuer;
+  /** the option `publish`: the router driver's setCertificates */
+  private readonly toDataPlane: (certificates: readonly TlsCertificate[]) => Promise<void>;
+  private readonly clock: Clock;
+  private readonly stopTimeoutMs: number;
+  private readonly onCertificate: ((host: string) => Promise<void>) | undefined;
+
+  constructor(o: CertificateManagerOptions) {
+    this.certificates = o.store;
+    this.issuer = o.issuer;
+    this.toDataPlane = o.publish;
+    this.clock = o.clock;
+    this.stopTimeoutMs = o.stopTimeoutMs ?? 5_000;
+    this.onCertificate = o.onCertificate;
     this.log = o.log ?? silentLog;
     this.renewBeforeMs = o.renewBeforeMs ?? 30 * DAY;
     this.checkEveryMs = o.checkEveryMs ?? DAY / 2;
@@ -79,13 +94,13 @@ export class CertificateManager {
   /** Loads what is on disk and hands it to the router; the first check runs in the background. */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`The certificate manager was already ${this.state}.`);
-    await this.o.store.prepare();
-    const { certificates, problems } = await this.o.store.loadAll();
+    await this.certificates.prepare();
+    const { certificates, problems } = await this.certificates.loadAll();
     for (const p of problems) this.log.warn({ host: p.host, reason: p.reason }, 'tls: a stored certificate is unusable; it will be ordered again');
     for (const c of certificates) this.held.set(c.host, c);
     this.state = 'started';
     if (certificates.length > 0) await this.publish();
-    this.log.info({ dir: this.o.store.dir, certificates: certificates.length }, 'tls: certificate manager started');
+    this.log.info({ dir: this.certificates.dir, certificates: certificates.length }, 'tls: certificate manager started');
     this.kick();
   }
 
@@ -122,7 +137,7 @@ export class CertificateManager {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     let timeout: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => { timeout = setTimeout(resolve, this.o.stopTimeoutMs ?? 5_000); });
+    const bound = new Promise<void>((resolve) => { timeout = setTimeout(resolve, this.stopTimeoutMs); });
     await Promise.race([this.tail, bound]);
     clearTimeout(timeout);
   }
@@ -136,7 +151,7 @@ export class CertificateManager {
     for (const host of [...this.hosts].sort()) {
       if (this.state !== 'started') return;
       const held = this.held.get(host);
-      const now = this.o.clock.now();
+      const now = this.clock.now();
       if (held !== undefined && !renewalDue(held, now, this.renewBeforeMs)) {
         await this.announce(host);
         continue;
@@ -151,15 +166,15 @@ export class CertificateManager {
   private async obtain(host: string, held: StoredCertificate | undefined, failure: Failure | undefined): Promise<void> {
     const renewal = held !== undefined;
     try {
-      const issued = await this.o.issuer.issue(host);
-      const saved = await this.o.store.save(issued);
+      const issued = await this.issuer.issue(host);
+      const saved = await this.certificates.save(issued);
       this.held.set(host, saved);
       this.failures.delete(host);
       this.log.info({ host, notAfter: saved.notAfter.toISOString(), renewal }, renewal ? 'tls: certificate renewed' : 'tls: certificate issued');
     } catch (err) {
       const count = (failure?.count ?? 0) + 1;
       const wait = Math.min(this.retryMaxMs, this.retryMinMs * 2 ** (count - 1));
-      this.failures.set(host, { count, retryAt: this.o.clock.now().getTime() + wait });
+      this.failures.set(host, { count, retryAt: this.clock.now().getTime() + wait });
       this.log.warn(
         { host, err: errorMessage(err), failures: count, retryInMs: wait, ...(held === undefined ? {} : { expires: held.notAfter.toISOString() }) },
         renewal ? 'tls: certificate renewal failed; the current certificate is served until it is renewed' : 'tls: certificate order failed; the host is served over plain HTTP until it succeeds',
@@ -173,16 +188,16 @@ export class CertificateManager {
 
   private async publish(): Promise<void> {
     try {
-      await this.o.publish([...this.held.values()]);
+      await this.toDataPlane([...this.held.values()]);
     } catch (err) {
       this.log.error({ err: errorMessage(err) }, 'tls: the router refused the certificates; it serves the ones it had');
     }
   }
 
   private async announce(host: string): Promise<void> {
-    if (this.announced.has(host) || this.o.onCertificate === undefined) return;
+    if (this.announced.has(host) || this.onCertificate === undefined) return;
     try {
-      await this.o.onCertificate(host);
+      await this.onCertificate(host);
       this.announced.add(host);
     } catch (err) {
       this.log.warn({ host, err: errorMessage(err) }, 'tls: could not record the certificate of a host (retried at the next check)');
@@ -192,7 +207,7 @@ export class CertificateManager {
   /** The next check: the periodic one, or sooner for a retry or a renewal that falls due before it. */
   private schedule(): void {
     if (this.state !== 'started') return;
-    const now = this.o.clock.now().getTime();
+    const now = this.clock.now().getTime();
     let next = now + this.checkEveryMs;
     for (const host of this.hosts) {
       const failure = this.failures.get(host);

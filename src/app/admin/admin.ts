@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { createStore } from '../../store/db.js';
 import { ApiKeyService, DEFAULT_KEY_DAYS } from '../../modules/tenancy/api-keys.service.js';
 import { createNewUser, normalizeEmail } from '../../modules/tenancy/users.js';
-import { isUniqueViolation } from '../../store/dialects.js';
+import { Duplicate } from '../../domain/errors.js';
 import { formatMinor, grantCredit as grant, GrantError } from '../../modules/billing/grants.js';
 
 export class CliError extends Error {}
@@ -21,8 +21,8 @@ export async function createUser(config: Config, input: { email: string; workspa
   // Only the store: no read connection, no log store, no secret key (nothing is sealed here).
   const store = await createStore(config.databaseUrl, { readConnection: false });
   try {
-    const deps = { store, ...systemSources() };
-    const keys = new ApiKeyService(deps);
+    const deps = systemSources();
+    const keys = new ApiKeyService(store.repos, deps.clock, deps.random, deps.ids);
     const email = normalizeEmail(input.email);
     const taken = () => new CliError(`A user with e-mail ${email} already exists.`);
     return await store.transaction(async (tx) => {
@@ -36,7 +36,7 @@ export async function createUser(config: Config, input: { email: string; workspa
       const key = await keys.issue(tx, { userId: user.id, workspaceId: ws.id, name: 'admin-cli', expiresInDays: DEFAULT_KEY_DAYS });
       return { userId: user.id, key: key.key, expiresAt: key.expires_at };
     }).catch((err: unknown) => {
-      throw isUniqueViolation(err) ? taken() : err;
+      throw err instanceof Duplicate ? taken() : err;
     });
   } finally {
     await store.close();
@@ -76,7 +76,7 @@ export async function verifyUser(config: Config, input: { email: string }): Prom
 export async function grantCredit(config: Config, input: { workspace: string; amount: string; reason?: string | undefined }): Promise<string> {
   const store = await createStore(config.databaseUrl, { readConnection: false });
   try {
-    const g = await grant({ store, ...systemSources() }, input).catch((err: unknown) => {
+    const g = await grant(store, systemSources(), input).catch((err: unknown) => {
       throw err instanceof GrantError ? new CliError(err.message) : err;
     });
     return `Granted ${formatMinor(g.amount, g.currency)} ${g.currency} to workspace ${g.workspace}: its balance is now ${formatMinor(g.balance, g.currency)} ${g.currency} (ledger row ${g.transactionId}, type grant, ${g.at}).`;

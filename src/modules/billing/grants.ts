@@ -1,6 +1,6 @@
-import { iso, type Clock, type IdSource } from '../../domain/clock.js';
+import { iso, type Sources } from '../../domain/clock.js';
 import { floorMinor, microsPerMinor, minorDigits, scaledDecimal } from '../../domain/money.js';
-import type { Store } from '../../store/db.js';
+import type { StoreOf } from '../../store/db.js';
 
 /** Why a grant was refused: a sentence for the operator. */
 export class GrantError extends Error {
@@ -33,7 +33,8 @@ const REASON_MAX = 500;
  * decimals (checked exactly).
  */
 export async function grantCredit(
-  deps: { store: Store; clock: Clock; ids: IdSource },
+  store: StoreOf<'workspaces' | 'wallets'>,
+  sources: Pick<Sources, 'clock' | 'ids'>,
   input: { workspace: string; amount: string; reason?: string | undefined },
 ): Promise<Grant> {
   const reason = input.reason?.trim() ?? '';
@@ -44,7 +45,7 @@ export async function grantCredit(
   if (!/^\d{1,12}(\.\d{1,12})?$/.test(input.amount)) {
     throw new GrantError(`--amount must be a positive amount in major units of the wallet's currency, like 25 or 12.50 (got "${input.amount}").`);
   }
-  return deps.store.transaction(async (tx) => {
+  return store.transaction(async (tx) => {
     const ws = await tx.workspaces.bySlug(input.workspace);
     if (ws === undefined) throw new GrantError(`There is no workspace "${input.workspace}".`);
     const wallet = await tx.wallets.get(ws.id);
@@ -59,8 +60,8 @@ export async function grantCredit(
     if (BigInt(wallet.balance_micros) + micros > BigInt(Number.MAX_SAFE_INTEGER)) {
       throw new GrantError(`--amount ${input.amount} would take the balance of workspace "${ws.slug}" past what Slipway keeps exactly; grant less.`);
     }
-    const at = iso(deps.clock.now());
-    const id = deps.ids.id();
+    const at = iso(sources.clock.now());
+    const id = sources.ids.id();
     const row = await tx.wallets.post({
       id,
       workspaceId: ws.id,

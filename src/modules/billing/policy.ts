@@ -1,4 +1,3 @@
-import type { Platform } from '../deps.js';
 import { decimalToNanos, type Prices } from '../../domain/money.js';
 
 /** How usage is priced and wallets are run on this installation (`--price-*`, `--billing-*`, `--topup-*`; docs/billing.md). */
@@ -27,4 +26,5 @@ export const DEFAULT_BILLING_POLICY: BillingPolicy = {
   topupMax: 1_000_000,
 };
 
-export const billingPolicy = (platform: Platform): BillingPolicy => ({ ...DEFAULT_BILLING_POLICY, ...platform.billing });
+/** The configured policy over the defaults (`billing` absent: the defaults). */
+export const billingPolicy = (settings: { billing?: Partial<BillingPolicy> | undefined }): BillingPolicy => ({ ...DEFAULT_BILLING_POLICY, ...settings.billing });

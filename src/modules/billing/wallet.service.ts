@@ -1,24 +1,17 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { AppError, invalid } from '../../domain/errors.js';
 import { exactMinor, floorMinor, isCurrency, microsPerMinor, minorDigits, minorPerMajor, Q_PER_MICRO, rateQ, scaledNumber } from '../../domain/money.js';
-import type { Deps } from '../deps.js';
 import type { PaymentRow, Usage, Wallet as WalletRow } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Access } from '../../domain/access.js';
 import type { Late } from '../../domain/late.js';
 import { GATEWAY_SETTINGS, GatewayError, type GatewayName, type PaymentGateway, type WebhookHeaders } from './gateways/gateway.js';
 import { meterable } from './meter.js';
-import { billingPolicy } from './policy.js';
+import type { BillingPolicy } from './policy.js';
 import type { Payment, PaymentPage, Topup, TransactionPage, UsageLine, Wallet, WalletUsage } from './wallet.schema.js';
 
 /** What a webhook delivery did: the route answers 200 for all of them (a gateway retries anything else). */
 export type WebhookOutcome = 'credited' | 'failed' | 'ignored' | 'duplicate' | 'mismatch' | 'unknown' | 'settled';
-
-/** How credit comes on this installation: the first top-up path that has a gateway, or the operator when none has. */
-function topupHint(gateways: Deps['gateways']): string {
-  if (gateways?.gatewaya !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
-  if (gateways?.gatewayb !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewayb {"amount": 1000} (an owner or admin)';
-  return 'this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit)';
-}
 
 /** The leader's billing worker, as the wallet sees it. */
 export interface CreditListener {
@@ -28,6 +21,16 @@ export interface CreditListener {
 /** No leader in this process: its billing worker finds the credit at its next pass. */
 export const noCreditListener: CreditListener = { credited: () => undefined };
 
+/** The payment gateway of each top-up path (`--stripe-*`, `--paystack-*`, or the sandbox with `--payments sandbox`); a path without one answers 503. */
+export type PaymentGateways = Partial<Record<GatewayName, PaymentGateway>>;
+
+/** How credit comes on this installation: the first top-up path that has a gateway, or the operator when none has. */
+function topupHint(gateways: PaymentGateways): string {
+  if (gateways.gatewaya !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewaya {"amount": 10} (an owner or admin)';
+  if (gateways.gatewayb !== undefined) return 'top it up with POST /api/workspaces/:slug/wallet/topup/gatewayb {"amount": 1000} (an owner or admin)';
+  return 'this installation takes no top-ups (no payment gateway is configured): ask its operator for credit (slipway admin grant-credit)';
+}
+
 /**
  * The wallet of a workspace (docs/billing.md): its balance and ledger, usage, top-ups through the
  * payment gateways and their webhooks. Money moves only inside one store transaction with its
@@ -35,14 +38,20 @@ export const noCreditListener: CreditListener = { credited: () => undefined };
  */
 export class WalletService {
   constructor(
-    private readonly deps: Deps,
+    private readonly store: StoreOf<'wallets' | 'billing' | 'payments'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly policy: BillingPolicy,
+    private readonly gateways: PaymentGateways,
+    /** `--public-url`: where a gateway's checkout sends the payer back; empty: nowhere */
+    private readonly publicUrl: string,
     /** told when a credit may have brought a workspace back above 0: the leader's billing worker resumes its work */
     private readonly billing: Late<CreditListener>,
   ) {}
 
   /** The provider of a top-up path; 503 naming the settings when the operator configured none (and the sandbox is off). */
   gateway(name: GatewayName): PaymentGateway {
-    const configured = this.deps.gateways?.[name];
+    const configured = this.gateways[name];
     if (configured !== undefined) return configured;
     throw new AppError(
       'UNAVAILABLE',
@@ -55,26 +64,26 @@ export class WalletService {
   }
 
   async setAlertThreshold(access: Access, threshold: number): Promise<{ threshold: number }> {
-    await this.deps.store.repos.wallets.setAlertThreshold(access.workspace.id, threshold, iso(this.deps.clock.now()));
+    await this.store.repos.wallets.setAlertThreshold(access.workspace.id, threshold, iso(this.clock.now()));
     return { threshold };
   }
 
   /** balance − unbilled usage, micro-units */
   async availableMicros(workspaceId: string): Promise<number> {
     const wallet = await this.wallet(workspaceId);
-    return wallet.balance_micros - (await this.deps.store.repos.billing.unbilled(workspaceId));
+    return wallet.balance_micros - (await this.store.repos.billing.unbilled(workspaceId));
   }
 
   /** Paid work (deploys, databases) needs a positive available balance: 402 otherwise. */
   async requireFunds(workspaceId: string): Promise<void> {
     if ((await this.availableMicros(workspaceId)) <= 0) {
-      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${topupHint(this.deps.gateways)}, then try again.`);
+      throw new AppError('PAYMENT_REQUIRED', `The workspace wallet has no credit left; ${topupHint(this.gateways)}, then try again.`);
     }
   }
 
   async transactions(access: Access, page: number, limit: number): Promise<TransactionPage> {
     const wallet = await this.wallet(access.workspace.id);
-    const { rows, total } = await this.deps.store.repos.wallets.ledger(access.workspace.id, limit, (page - 1) * limit);
+    const { rows, total } = await this.store.repos.wallets.ledger(access.workspace.id, limit, (page - 1) * limit);
     const c = wallet.currency;
     return {
       transactions: rows.map((r) => ({ id: r.id, type: r.type, amount: exactMinor(r.amount_micros, c), balance_after: exactMinor(r.balance_after_micros, c), description: r.description, created_at: r.created_at })),
@@ -85,7 +94,7 @@ export class WalletService {
   }
 
   async payments(access: Access, page: number, limit: number): Promise<PaymentPage> {
-    const { rows, total } = await this.deps.store.repos.payments.page(access.workspace.id, limit, (page - 1) * limit);
+    const { rows, total } = await this.store.repos.payments.page(access.workspace.id, limit, (page - 1) * limit);
     return { payments: rows.map(paymentView), total, page, limit };
   }
 
@@ -93,12 +102,12 @@ export class WalletService {
   async usage(access: Access): Promise<WalletUsage> {
     const wallet = await this.wallet(access.workspace.id);
     const c = wallet.currency;
-    const now = this.deps.clock.now();
+    const now = this.clock.now();
     const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
     const period = iso(start).slice(0, 7);
-    const rows = await this.deps.store.repos.billing.usage(access.workspace.id, period, iso(start));
-    const { prices } = billingPolicy(this.deps.platform);
+    const rows = await this.store.repos.billing.usage(access.workspace.id, period, iso(start));
+    const { prices } = this.policy;
     const perMinute = (nanos: bigint) => exactMinor(Number(nanos) / 1000, c);
     const resources = rows.map((u) => usageLine(u, c)).sort((a, b) => b.cost - a.cost || a.name.localeCompare(b.name));
     const total = exactMinor(rows.reduce((sum, u) => sum + u.amount_micros, 0), c);
@@ -141,15 +150,15 @@ export class WalletService {
           : `amount: gatewayb takes a whole number of minor units of ${currency} (1000 = ${(1000 / perMajor).toFixed(digits)} ${currency}); got ${input.amount.toString()}.`,
       );
     }
-    const { topupMin, topupMax } = billingPolicy(this.deps.platform);
+    const { topupMin, topupMax } = this.policy;
     if (scaled < BigInt(topupMin) || scaled > BigInt(topupMax)) {
       const range = gatewayName === 'gatewaya' ? `${(topupMin / perMajor).toString()} to ${(topupMax / perMajor).toString()} (major units)` : `${topupMin.toString()} to ${topupMax.toString()} (minor units)`;
       throw invalid(`amount: a top-up through ${gatewayName} is ${range} ${currency}; got ${input.amount.toString()}.`);
     }
     const amountMinor = Number(scaled);
-    const now = iso(this.deps.clock.now());
+    const now = iso(this.clock.now());
     const payment: PaymentRow = {
-      id: this.deps.ids.id(),
+      id: this.ids.id(),
       workspace_id: access.workspace.id,
       gateway: gatewayName,
       provider: gateway.provider,
@@ -164,7 +173,7 @@ export class WalletService {
       updated_at: now,
       completed_at: null,
     };
-    await this.deps.store.repos.payments.insert(payment);
+    await this.store.repos.payments.insert(payment);
     let checkout;
     try {
       checkout = await gateway.createCheckout({
@@ -173,14 +182,14 @@ export class WalletService {
         currency,
         email: access.caller.user.email,
         description: `Slipway credit for workspace ${access.workspace.slug}`,
-        returnUrl: this.deps.platform.publicUrl ?? '',
+        returnUrl: this.publicUrl,
       });
     } catch (err) {
       const reason = err instanceof GatewayError ? err.message : 'the gateway could not be reached';
-      await this.deps.store.repos.payments.settle(payment.id, 'failed', iso(this.deps.clock.now()), reason);
+      await this.store.repos.payments.settle(payment.id, 'failed', iso(this.clock.now()), reason);
       throw new AppError('BAD_GATEWAY', `The payment could not be started: ${reason}`);
     }
-    await this.deps.store.repos.payments.opened(payment.id, checkout.reference, checkout.checkoutUrl, iso(this.deps.clock.now()));
+    await this.store.repos.payments.opened(payment.id, checkout.reference, checkout.checkoutUrl, iso(this.clock.now()));
     let status: PaymentRow['status'] = 'pending';
     if (checkout.confirmed) {
       await this.credit({ ...payment, reference: checkout.reference }, 'sandbox confirmation');
@@ -198,8 +207,8 @@ export class WalletService {
   async receiveWebhook(gatewayName: GatewayName, rawBody: Buffer, headers: WebhookHeaders): Promise<WebhookOutcome> {
     const gateway = this.gateway(gatewayName);
     const event = gateway.parseWebhook(rawBody, headers);
-    const { payments } = this.deps.store.repos;
-    const at = iso(this.deps.clock.now());
+    const { payments } = this.store.repos;
+    const at = iso(this.clock.now());
     if (!(await payments.claimEvent(gatewayName, event.eventId, at))) return 'duplicate';
     const record = async (paymentId: string | null, outcome: WebhookOutcome) => {
       await payments.eventOutcome(gatewayName, event.eventId, paymentId, outcome);
@@ -227,11 +236,11 @@ export class WalletService {
    * written in one transaction; false when it was no longer pending (credited by another delivery).
    */
   private async credit(payment: PaymentRow, why: string): Promise<boolean> {
-    const at = iso(this.deps.clock.now());
-    const credited = await this.deps.store.transaction(async (tx) => {
+    const at = iso(this.clock.now());
+    const credited = await this.store.transaction(async (tx) => {
       if (!(await tx.payments.settle(payment.id, 'succeeded', at))) return false;
       await tx.wallets.post({
-        id: this.deps.ids.id(),
+        id: this.ids.id(),
         workspaceId: payment.workspace_id,
         type: 'topup',
         amountMicros: payment.amount * microsPerMinor(payment.currency),
@@ -247,22 +256,22 @@ export class WalletService {
 
   /** What runs now costs per minute, micro-units (the projection's rate). */
   private async currentRateMicros(workspaceId: string): Promise<number> {
-    const { prices } = billingPolicy(this.deps.platform);
+    const { prices } = this.policy;
     let q = 0n;
-    for (const r of await this.deps.store.repos.billing.running(workspaceId)) q += rateQ(meterable(r), prices);
+    for (const r of await this.store.repos.billing.running(workspaceId)) q += rateQ(meterable(r), prices);
     return Number(q) / Number(Q_PER_MICRO);
   }
 
   private async wallet(workspaceId: string): Promise<WalletRow> {
-    const wallet = await this.deps.store.repos.wallets.get(workspaceId);
+    const wallet = await this.store.repos.wallets.get(workspaceId);
     if (wallet === undefined) throw new Error(`workspace ${workspaceId} has no wallet`);
     return wallet;
   }
 
   private async view(wallet: WalletRow): Promise<Wallet> {
     const c = wallet.currency;
-    const unbilled = await this.deps.store.repos.billing.unbilled(wallet.workspace_id);
-    const graceMs = billingPolicy(this.deps.platform).graceMs;
+    const unbilled = await this.store.repos.billing.unbilled(wallet.workspace_id);
+    const graceMs = this.policy.graceMs;
     const suspendsAt = wallet.empty_since === null ? null : iso(new Date(Date.parse(wallet.empty_since) + graceMs));
     return {
       balance: floorMinor(wallet.balance_micros, c),

@@ -1,5 +1,5 @@
 import type { WalletService } from '../billing/wallet.service.js';
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource, type Random } from '../../domain/clock.js';
 import {
   connectionString,
   DATABASE_TYPES,
@@ -13,18 +13,17 @@ import {
   type DatabaseStatus,
   type DatabaseType,
 } from '../../domain/database.js';
-import { conflict, invalid, notFound } from '../../domain/errors.js';
+import { invalid, notFound } from '../../domain/errors.js';
 import type { Engine } from '../../domain/ports.js';
 import { slugify } from '../../domain/slug.js';
-import type { Deps } from '../deps.js';
-import { isUniqueViolation } from '../../store/dialects.js';
 import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { Access } from '../../domain/access.js';
 import type { Late } from '../../domain/late.js';
-import { holdDatabaseRoom, holdMemoryRoom } from '../tenancy/policy.js';
-import { databasePolicy, passwordContext } from './policy.js';
+import { holdDatabaseRoom, holdMemoryRoom, type TenantLimits } from '../tenancy/policy.js';
+import { passwordContext, type DatabasePolicy } from './policy.js';
 import { sharedAddress, sharedPrefix, sharedTenantName } from './shared.js';
-import { instanceId } from '../../store/db.js';
 import type { Database, DatabaseDetail } from './databases.schema.js';
 
 /** The leader's database worker, woken when there is work (it also looks by itself every few seconds). */
@@ -44,7 +43,14 @@ export const idleDatabaseWork: DatabaseWork = { wake: () => undefined, setLocked
  */
 export class DatabaseService {
   constructor(
-    readonly deps: Deps,
+    private readonly store: StoreOf<'databases' | 'capacity' | 'meta'>,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    private readonly ids: IdSource,
+    /** seals the passwords */
+    private readonly secrets: Pick<SecretBox, 'seal'>,
+    private readonly policy: DatabasePolicy,
+    private readonly limits: TenantLimits,
     private readonly wallets: WalletService,
     private readonly engine: Late<Pick<Engine, 'databaseHealth'>>,
     /** the leader's worker in this process, woken when there is work (idle without one) */
@@ -54,11 +60,8 @@ export class DatabaseService {
   async create(access: Access, input: { name: string; type: string }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
     await this.wallets.requireFunds(access.workspace.id);
-    try {
-      await this.deps.store.transaction((tx) => this.insert(tx, row));
-    } catch (err) {
-      throw this.taken(err, row);
-    }
+    // a slug the workspace has already: 409 from the repository
+    await this.store.transaction((tx) => this.insert(tx, row));
     this.worker.get().wake();
     return databaseView(row, password);
   }
@@ -73,10 +76,10 @@ export class DatabaseService {
     const slug = slugify(input.name);
     if (slug === '') throw invalid('"name" must contain at least one ASCII letter or digit.');
     const type = input.type;
-    const policy = databasePolicy(this.deps.platform);
-    const id = this.deps.ids.id();
-    const password = generatePassword((n) => this.deps.random.bytes(n));
-    const now = iso(this.deps.clock.now());
+    const { policy } = this;
+    const id = this.ids.id();
+    const password = generatePassword((n) => this.random.bytes(n));
+    const now = iso(this.clock.now());
     const row: DatabaseRow = {
       id,
       workspace_id: access.workspace.id,
@@ -92,7 +95,7 @@ export class DatabaseService {
       external_host: null,
       external_port: null,
       username: usernameFor(type),
-      password: this.deps.secrets.seal(password, passwordContext(id)),
+      password: this.secrets.seal(password, passwordContext(id)),
       database_name: databaseName(type, slug),
       memory_mb: policy.memoryMb,
       owner_project_id: owner,
@@ -104,7 +107,7 @@ export class DatabaseService {
       // on the operator's server: a user and a database named for this installation and tenant
       // (slugs repeat across workspaces; these names never do), reached at the server's address
       const { host, port } = sharedAddress(type, sharedUrl);
-      const name = sharedTenantName(await this.sharedPrefix(), slug, (n) => this.deps.random.bytes(n));
+      const name = sharedTenantName(await this.sharedPrefix(), slug, (n) => this.random.bytes(n));
       Object.assign(row, { provisioner: 'shared', host, port, external_host: host, external_port: port, username: name, database_name: name, memory_mb: 0 });
     }
     return { row, password };
@@ -115,16 +118,11 @@ export class DatabaseService {
    * of databases (403) and, for a container of its own, the memory all tenants' containers may
    * reserve on this installation (409).
    */
-  async insert(tx: Repositories, row: DatabaseRow): Promise<void> {
-    await holdDatabaseRoom(this.deps, tx, row.workspace_id);
-    if (row.provisioner === 'container') await holdMemoryRoom(this.deps, tx, row.id, row.memory_mb);
+  async insert(tx: Pick<Repositories, 'databases' | 'capacity'>, row: DatabaseRow): Promise<void> {
+    await holdDatabaseRoom(this.limits, tx, row.workspace_id);
+    if (row.provisioner === 'container') await holdMemoryRoom(this.limits, tx, row.id, row.memory_mb);
     await tx.databases.insert(row);
-    await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: row.created_at, message: `Created; a ${row.type} server is being provisioned.` });
-  }
-
-  /** The 409 of a slug taken in the workspace, for an insert that failed with `err`. */
-  taken(err: unknown, row: Pick<DatabaseRow, 'slug'>): unknown {
-    return isUniqueViolation(err) ? conflict(`A database with the slug "${row.slug}" already exists in this workspace.`) : err;
+    await tx.databases.addEvent({ id: this.ids.id(), database_id: row.id, at: row.created_at, message: `Created; a ${row.type} server is being provisioned.` });
   }
 
   /** Tells the leader's worker there is work (after a transaction that stored prepared databases). */
@@ -151,8 +149,8 @@ export class DatabaseService {
   private async moveAll(workspaceId: string, from: DatabaseStatus, to: DatabaseStatus, message: string): Promise<number> {
     let moved = 0;
     const failures: string[] = [];
-    const now = iso(this.deps.clock.now());
-    for (const row of await this.deps.store.repos.databases.inWorkspace(workspaceId)) {
+    const now = iso(this.clock.now());
+    for (const row of await this.store.repos.databases.inWorkspace(workspaceId)) {
       if (row.status !== from) continue;
       if (row.provisioner === 'shared') {
         try {
@@ -162,8 +160,8 @@ export class DatabaseService {
           continue;
         }
       }
-      if (await this.deps.store.repos.databases.update(row.id, from, { status: to, updated_at: now })) {
-        await this.deps.store.repos.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message });
+      if (await this.store.repos.databases.update(row.id, from, { status: to, updated_at: now })) {
+        await this.store.repos.databases.addEvent({ id: this.ids.id(), database_id: row.id, at: now, message });
         moved++;
       }
     }
@@ -177,23 +175,23 @@ export class DatabaseService {
   }
 
   /** Marks every database `owner` (a template instance being deleted) provisioned as `deleting`, in `tx`. */
-  async deleteOwnedBy(tx: Repositories, owner: string): Promise<void> {
-    const now = iso(this.deps.clock.now());
+  async deleteOwnedBy(tx: Pick<Repositories, 'databases'>, owner: string): Promise<void> {
+    const now = iso(this.clock.now());
     for (const row of await tx.databases.ownedBy(owner)) {
       if (row.status === 'deleting') continue;
       await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
-      await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting with its template instance: its server and its data are being removed.' });
+      await tx.databases.addEvent({ id: this.ids.id(), database_id: row.id, at: now, message: 'Deleting with its template instance: its server and its data are being removed.' });
     }
   }
 
   async list(access: Access): Promise<Database[]> {
-    const rows = await this.deps.store.repos.databases.inWorkspace(access.workspace.id);
+    const rows = await this.store.repos.databases.inWorkspace(access.workspace.id);
     return rows.map((r) => databaseView(r, null));
   }
 
   async get(access: Access, slug: string): Promise<DatabaseDetail> {
     const row = await this.resolve(access, slug);
-    const [events, health] = await Promise.all([this.deps.store.repos.databases.events(row.id), this.engine.get().databaseHealth(row.id)]);
+    const [events, health] = await Promise.all([this.store.repos.databases.events(row.id), this.engine.get().databaseHealth(row.id)]);
     return {
       ...databaseView(row, null),
       health:
@@ -216,10 +214,10 @@ export class DatabaseService {
   async delete(access: Access, slug: string): Promise<Database> {
     const row = await this.resolve(access, slug);
     if (row.status !== 'deleting') {
-      const now = iso(this.deps.clock.now());
-      await this.deps.store.transaction(async (tx) => {
+      const now = iso(this.clock.now());
+      await this.store.transaction(async (tx) => {
         await tx.databases.update(row.id, row.status, { status: 'deleting', updated_at: now });
-        await tx.databases.addEvent({ id: this.deps.ids.id(), database_id: row.id, at: now, message: 'Deleting: its server and its data are being removed.' });
+        await tx.databases.addEvent({ id: this.ids.id(), database_id: row.id, at: now, message: 'Deleting: its server and its data are being removed.' });
       });
       row.status = 'deleting';
       row.updated_at = now;
@@ -231,12 +229,12 @@ export class DatabaseService {
   private prefix: string | null = null;
 
   private async sharedPrefix(): Promise<string> {
-    this.prefix ??= sharedPrefix(await instanceId(this.deps.store));
+    this.prefix ??= sharedPrefix(await this.store.repos.meta.instanceId());
     return this.prefix;
   }
 
   private async resolve(access: Access, slug: string): Promise<DatabaseRow> {
-    const row = await this.deps.store.repos.databases.bySlug(access.workspace.id, slug);
+    const row = await this.store.repos.databases.bySlug(access.workspace.id, slug);
     if (row === undefined) throw notFound('Database');
     return row;
   }

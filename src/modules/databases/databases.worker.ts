@@ -1,7 +1,6 @@
-import type { Clock, IdSource } from '../../domain/clock.js';
+import type { Clock, IdSource, Random } from '../../domain/clock.js';
 import type { LogStore } from '../../domain/logs.js';
 import { iso } from '../../domain/clock.js';
-import { randomBytes } from 'node:crypto';
 import { DATABASE_LABEL, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
 import { HostPortTakenError, type ContainerInfo, type Runtime } from '../../domain/runtime.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
@@ -23,6 +22,7 @@ export interface DatabaseWorkerOptions {
   /** the databases (the work queue) and their workspaces */
   repos: Pick<Repositories, 'databases' | 'workspaces'>;
   clock: Clock;
+  random: Random;
   ids: IdSource;
   secrets: SecretBox;
   runtime: Pick<Runtime, 'inspectImage' | 'pull' | 'ensureVolume' | 'removeVolume' | 'run' | 'inspect' | 'list' | 'stop' | 'remove'>;
@@ -76,6 +76,7 @@ export class DatabaseWorker {
 
   private readonly repos: DatabaseWorkerOptions['repos'];
   private readonly clock: Clock;
+  private readonly random: Random;
   private readonly ids: IdSource;
   private readonly secrets: SecretBox;
   private readonly runtime: DatabaseWorkerOptions['runtime'];
@@ -93,6 +94,7 @@ export class DatabaseWorker {
   constructor(o: DatabaseWorkerOptions) {
     this.repos = o.repos;
     this.clock = o.clock;
+    this.random = o.random;
     this.ids = o.ids;
     this.secrets = o.secrets;
     this.runtime = o.runtime;
@@ -178,7 +180,7 @@ export class DatabaseWorker {
 
   private async provision(row: DatabaseRow): Promise<void> {
     const type = row.type as DatabaseType;
-    const started = Date.now();
+    const started = this.clock.now().getTime();
     try {
       const ws = await this.repos.workspaces.byId(row.workspace_id);
       if (ws === undefined) return;
@@ -192,7 +194,7 @@ export class DatabaseWorker {
         error: null,
         ...this.external(info),
       });
-      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
     } catch (err) {
       if (this.stopped) return;
       const message = err instanceof Error ? err.message : String(err);
@@ -207,7 +209,7 @@ export class DatabaseWorker {
    * crash stopped it halfway), then a real login with its own credentials before `running`.
    */
   private async provisionShared(row: DatabaseRow): Promise<void> {
-    const started = Date.now();
+    const started = this.clock.now().getTime();
     try {
       const server = this.sharedFor(row);
       const address = this.addressOf(row, server.host, server.port);
@@ -215,7 +217,7 @@ export class DatabaseWorker {
       await server.create({ name: row.username, password: address.password });
       await this.waitForLogin(row, address);
       const ok = await this.patch(row, { status: 'running', error: null });
-      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+      if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
     } catch (err) {
       if (this.stopped) return;
       const message = sharedError(err);
@@ -263,10 +265,10 @@ export class DatabaseWorker {
     }
     const local = localImage(type);
     // `make run` builds the local images in the background: a first database may ask before they are there
-    const deadline = Date.now() + this.policy.readyTimeoutMs;
+    const deadline = this.clock.now().getTime() + this.policy.readyTimeoutMs;
     let waiting = false;
     while ((await this.runtime.inspectImage(local)) === null) {
-      if (Date.now() >= deadline || this.stopped) {
+      if (this.clock.now().getTime() >= deadline || this.stopped) {
         throw new Error(`the image ${wanted} is not on this host and cannot be pulled (${why}), and no locally built ${local} exists (make db-images builds it).`);
       }
       if (!waiting) {
@@ -311,7 +313,7 @@ export class DatabaseWorker {
     return runtime.run({
       name,
       image,
-      env: server.env(address, () => generatePassword((n) => randomBytes(n))),
+      env: server.env(address, () => generatePassword((n) => this.random.bytes(n))),
       ...(server.command === undefined ? {} : { command: server.command(address) }),
       owner: { workspace: ws.id },
       labels,
@@ -350,7 +352,7 @@ export class DatabaseWorker {
 
   /** Tries to log in until it works or the ready timeout passes; a container that exits fails at once. */
   private async waitForLogin(row: DatabaseRow, address: DatabaseAddress): Promise<void> {
-    const deadline = Date.now() + this.policy.readyTimeoutMs;
+    const deadline = this.clock.now().getTime() + this.policy.readyTimeoutMs;
     let last = 'no answer yet';
     for (;;) {
       if (this.stopped) throw new Error('Slipway is stopping');
@@ -367,7 +369,7 @@ export class DatabaseWorker {
           throw new Error(`the server exited with code ${String(info.exitCode)}${info.oomKilled ? ' (killed: out of memory)' : ''} before it accepted a login.`);
         }
       }
-      if (Date.now() >= deadline) {
+      if (this.clock.now().getTime() >= deadline) {
         throw new Error(`the server did not accept a login within ${(this.policy.readyTimeoutMs / 1000).toString()} s (last answer: ${last}).`);
       }
       await new Promise((r) => setTimeout(r, LOGIN_RETRY_MS));

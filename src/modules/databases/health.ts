@@ -1,17 +1,21 @@
+import type { Clock } from '../../domain/clock.js';
 import type { DatabaseHealth } from '../../domain/ports.js';
 import type { Runtime } from '../../domain/runtime.js';
 
 /** The names of a database's container and volume on the engine. */
 export const serverName = (databaseId: string): string => `slipway-db-${databaseId}`;
 
-/** A database's server as the engine sees it: its container's state, restarts, cpu and memory, and its volume's size; null without a container. */
-export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats' | 'volumeSize'>, databaseId: string): Promise<DatabaseHealth | null> {
+/**
+ * A database's server as the engine sees it: its container's state, restarts, cpu and memory, and
+ * its volume's size; null without a container. `clock`: how old a kept volume size is.
+ */
+export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats' | 'volumeSize'>, databaseId: string, clock: Clock): Promise<DatabaseHealth | null> {
   const name = serverName(databaseId);
   const info = await runtime.inspect(name);
   if (info === null) return null;
   const [usage, volumeBytes] = await Promise.all([
     info.state === 'running' ? runtime.stats(name).catch(() => null) : Promise.resolve(null),
-    volumeSize(runtime, name),
+    volumeSize(runtime, name, clock),
   ]);
   return {
     status: info.state,
@@ -32,15 +36,15 @@ export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats
 const VOLUME_SIZES_FOR_MS = 60_000;
 const sizes = new WeakMap<object, { at: number; pending: Promise<void> | null; byName: Map<string, number | null> }>();
 
-async function volumeSize(runtime: Pick<Runtime, 'volumeSize'>, name: string): Promise<number | null> {
+async function volumeSize(runtime: Pick<Runtime, 'volumeSize'>, name: string, clock: Clock): Promise<number | null> {
   let entry = sizes.get(runtime);
   if (entry === undefined) sizes.set(runtime, (entry = { at: 0, pending: null, byName: new Map() }));
   const e = entry;
   const known = e.byName.get(name);
-  if (known !== undefined && Date.now() - e.at < VOLUME_SIZES_FOR_MS) return known;
+  if (known !== undefined && clock.now().getTime() - e.at < VOLUME_SIZES_FOR_MS) return known;
   e.pending ??= runtime
     .volumeSize(name)
-    .then((size) => { e.byName.set(name, size); e.at = Date.now(); })
+    .then((size) => { e.byName.set(name, size); e.at = clock.now().getTime(); })
     .catch(() => undefined)
     .finally(() => { e.pending = null; });
   await e.pending;

@@ -1,5 +1,4 @@
 import type { DatabaseProvisioner, DatabaseType } from '../../domain/database.js';
-import type { Platform } from '../deps.js';
 import { SERVERS } from './servers.js';
 
 /** How databases are provisioned on this installation (`--database-*`, docs/configuration.md). */
@@ -33,7 +32,8 @@ export const DEFAULT_DATABASE_POLICY: DatabasePolicy = {
 /** How databases of `type` are provisioned under `policy`. */
 export const provisionerOf = (policy: DatabasePolicy, type: DatabaseType): DatabaseProvisioner => (policy.shared[type] === undefined ? 'container' : 'shared');
 
-export const databasePolicy = (platform: Platform): DatabasePolicy => ({ ...DEFAULT_DATABASE_POLICY, ...platform.databases });
+/** The configured policy over the defaults (`databases` absent: the defaults). */
+export const databasePolicy = (settings: { databases?: Partial<DatabasePolicy> | undefined }): DatabasePolicy => ({ ...DEFAULT_DATABASE_POLICY, ...settings.databases });
 
 /** The secret box context of a database's password: a sealed value moved to another row does not open. */
 export const passwordContext = (databaseId: string): string => `database:${databaseId}`;

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
-import type { Deps } from '../deps.js';
-import type { LogLine } from '../../domain/logs.js';
+import type { Clock } from '../../domain/clock.js';
+import type { LogLine, LogStore } from '../../domain/logs.js';
+import type { Repositories } from '../../store/repositories/index.js';
 
 /** Lines of one deployment kept longer than this are cut, so one runaway build cannot fill the store. */
 export const MAX_LINE = 8192;
@@ -34,7 +35,9 @@ export class BuildLog {
   private readonly owners = new Map<string, { projectId: string; workspaceId: string }>();
 
   constructor(
-    private readonly deps: Pick<Deps, 'store' | 'logs' | 'clock'>,
+    private readonly repos: Pick<Repositories, 'buildLogs' | 'deployments'>,
+    private readonly logs: Pick<LogStore, 'after' | 'append'>,
+    private readonly clock: Clock,
     private readonly onStored: (projectId: string) => void = () => undefined,
   ) {
     this.signal.setMaxListeners(0);
@@ -54,16 +57,16 @@ export class BuildLog {
   /** Lines of the deployment (of `projectId`) after `position`, oldest first, and the position after them. */
   async read(projectId: string, deploymentId: string, position: BuildLogPosition, limit = 500): Promise<{ lines: string[]; position: BuildLogPosition }> {
     if (position.kind === 'legacy') {
-      const rows = await this.deps.store.repos.buildLogs.after(deploymentId, position.afterSeq, limit);
+      const rows = await this.repos.buildLogs.after(deploymentId, position.afterSeq, limit);
       return { lines: rows.map((r) => r.line), position: { kind: 'legacy', afterSeq: rows.at(-1)?.seq ?? position.afterSeq } };
     }
     const afterId = position.kind === 'store' ? position.afterId : 0;
-    const entries = await this.deps.logs.after(projectId, { afterId }, limit, { deploymentId, stream: 'build' });
+    const entries = await this.logs.after(projectId, { afterId }, limit, { deploymentId, stream: 'build' });
     const last = entries.at(-1);
     if (last !== undefined) return { lines: entries.map((e) => e.message), position: { kind: 'store', afterId: last.id } };
     if (position.kind === 'start') {
       // written before build lines moved to the log store
-      const legacy = await this.deps.store.repos.buildLogs.after(deploymentId, 0, limit);
+      const legacy = await this.repos.buildLogs.after(deploymentId, 0, limit);
       const lastLegacy = legacy.at(-1);
       if (lastLegacy !== undefined) return { lines: legacy.map((r) => r.line), position: { kind: 'legacy', afterSeq: lastLegacy.seq } };
     }
@@ -97,13 +100,13 @@ export class BuildLog {
   private async write(deploymentId: string, lines: readonly string[]): Promise<void> {
     let owner = this.owners.get(deploymentId);
     if (owner === undefined) {
-      const row = await this.deps.store.repos.deployments.owner(deploymentId);
+      const row = await this.repos.deployments.owner(deploymentId);
       // the project (and so the deployment) was deleted: its logs went with it
       if (row === undefined) return;
       owner = { projectId: row.project_id, workspaceId: row.workspace_id };
       this.owners.set(deploymentId, owner);
     }
-    const timestamp = this.deps.clock.now().getTime();
+    const timestamp = this.clock.now().getTime();
     const { projectId, workspaceId } = owner;
     const stored: LogLine[] = lines.map((line) => ({
       projectId,
@@ -114,7 +117,7 @@ export class BuildLog {
       timestamp,
       message: line.length > MAX_LINE ? `${line.slice(0, MAX_LINE)}…` : line,
     }));
-    await this.deps.logs.append({ lines: stored });
+    await this.logs.append({ lines: stored });
     this.onStored(projectId);
     this.notify(deploymentId);
   }

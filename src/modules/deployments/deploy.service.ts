@@ -1,16 +1,15 @@
 import type { WalletService } from '../billing/wallet.service.js';
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
-import type { Deps } from '../deps.js';
 import { resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
 import { refreshProjectStatus } from '../projects/status.js';
 import type { Deployment } from './deployments.schema.js';
 import { deploymentView } from './deployments.service.js';
-import type { DeploymentRow } from '../../store/schema.js';
+import type { DeploymentRow, Repositories } from '../../store/repositories/index.js';
 import type { Engine } from '../../domain/ports.js';
 import type { Access } from '../../domain/access.js';
 import type { Late } from '../../domain/late.js';
-import { holdMemoryRoom } from '../tenancy/policy.js';
+import { holdMemoryRoom, type TenantLimits } from '../tenancy/policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import type { DeployQueue, EnqueueInput } from './queue.js';
 
@@ -69,7 +68,10 @@ export interface AppPush extends Push {
  */
 export class DeployService {
   constructor(
-    private readonly deps: Deps,
+    private readonly repos: Pick<Repositories, 'projects' | 'deployments' | 'deployQueue' | 'gitConnections' | 'webhookDeliveries' | 'capacity'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly limits: TenantLimits,
     private readonly queue: DeployQueue,
     private readonly wallets: WalletService,
     /** the engine of the moment: the leader's, the standby's, or idle */
@@ -77,8 +79,8 @@ export class DeployService {
   ) {}
 
   async deploy(access: Access, projectSlug: ProjectRef, input: { branch?: string | undefined; commit_sha?: string | undefined }): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const git = await this.deps.store.repos.gitConnections.of(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const git = await this.repos.gitConnections.of(project.id);
     if (git === undefined) throw invalid('Connect a Git repository to the project (POST …/git) before deploying it.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
@@ -87,7 +89,7 @@ export class DeployService {
 
   /** A template instance's catalog image, without a build (pulled by the engine when it is not there). */
   async deployImage(access: Access, projectSlug: ProjectRef, image: string): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
     return this.enqueue({ projectId: project.id, source: 'template', image, commitMessage: `template image ${image}` });
@@ -95,16 +97,16 @@ export class DeployService {
 
   /** Stops what the project serves now (a template instance's `POST …/stop`); 409 when nothing runs. */
   async stopServing(access: Access, projectSlug: ProjectRef): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const current = await this.deps.store.repos.deployments.serving(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const current = await this.repos.deployments.serving(project.id);
     if (current?.status !== 'running') throw conflict('Nothing of it is running: there is nothing to stop.');
     return this.stop(access, projectSlug, current.id);
   }
 
   /** The current image again, without a build. */
   async redeploy(access: Access, projectSlug: ProjectRef): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const current = await this.deps.store.repos.deployments.serving(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const current = await this.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) throw conflict('The project has no running deployment whose image could be redeployed; deploy it first.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
@@ -116,8 +118,8 @@ export class DeployService {
    * redeploy of its current image (a project that does not run takes it on its next deploy).
    */
   async resized(access: Access, projectSlug: ProjectRef): Promise<void> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const current = await this.deps.store.repos.deployments.serving(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const current = await this.repos.deployments.serving(project.id);
     if (current === undefined || current.image === null) return;
     try {
       await this.redeploy(access, projectSlug);
@@ -129,7 +131,7 @@ export class DeployService {
 
   /** A new deployment of an earlier deployment's image. */
   async rollback(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.image === null) {
       throw conflict('That deployment has no image to roll back to: it never produced one, or its image was removed (a project keeps the images of its newest deployments only, see --keep-images). Deploy its commit again instead.');
@@ -140,21 +142,21 @@ export class DeployService {
   }
 
   async stop(access: Access, projectSlug: ProjectRef, id: string): Promise<Deployment> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     const target = await this.find(project.id, id);
     if (target.status !== 'running') throw conflict(`Only a running deployment can be stopped; this one is ${target.status}.`);
     // Recorded first: from here on nothing heals it, and containers left behind by a failure
     // below are orphans the reconciler removes.
     const stopped = await this.queue.advance(target.id, null, { kind: 'stop' });
     if (stopped === null) throw conflict('The deployment changed while it was being stopped; look at it again.');
-    await refreshProjectStatus(this.deps.store.repos, project.id, iso(this.deps.clock.now()));
+    await refreshProjectStatus(this.repos, project.id, iso(this.clock.now()));
     await this.engine.get().stop(project, target);
     return deploymentView(stopped);
   }
 
   async restart(access: Access, projectSlug: ProjectRef): Promise<ProjectRow> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const current = await this.deps.store.repos.deployments.serving(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const current = await this.repos.deployments.serving(project.id);
     if (current === undefined) throw conflict('The project has no running deployment to restart.');
     await this.wallets.requireFunds(project.workspace_id);
     await this.memoryFor(project);
@@ -174,7 +176,7 @@ export class DeployService {
    */
   async deployFromAppPush(push: AppPush): Promise<PushOutcome[]> {
     if (!Number.isSafeInteger(push.installationId) || push.installationId <= 0) return [];
-    const targets = await this.deps.store.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
+    const targets = await this.repos.gitConnections.appPushTargets(push.installationId, push.repoFullName, push.branch);
     const outcomes: PushOutcome[] = [];
     for (const p of targets) {
       if (p.linked) outcomes.push(await this.deployPush(p, push));
@@ -189,7 +191,7 @@ export class DeployService {
    * branch and that auto_deploy is on); null when the project is gone.
    */
   async deployConnectionPush(projectId: string, push: Push): Promise<PushOutcome | null> {
-    const p = await this.deps.store.repos.projects.byId(projectId);
+    const p = await this.repos.projects.byId(projectId);
     if (p === undefined) return null;
     return this.deployPush(p, push);
   }
@@ -200,15 +202,15 @@ export class DeployService {
    * replicas or two concurrent retries never both act). Claims older than a week are pruned.
    */
   async claimDelivery(receiver: string, deliveryId: string, payloadDigest: string): Promise<boolean> {
-    const { webhookDeliveries } = this.deps.store.repos;
-    const now = this.deps.clock.now();
+    const { webhookDeliveries } = this.repos;
+    const now = this.clock.now();
     await webhookDeliveries.prune(iso(new Date(now.getTime() - DELIVERY_RETENTION_MS)));
     return webhookDeliveries.claim({ receiver, delivery_id: deliveryId, payload_digest: payloadDigest, received_at: iso(now) });
   }
 
   /** A claimed delivery whose handling failed: GitHub's redelivery may try again. */
   async releaseDelivery(receiver: string, deliveryId: string): Promise<void> {
-    await this.deps.store.repos.webhookDeliveries.release(receiver, deliveryId);
+    await this.repos.webhookDeliveries.release(receiver, deliveryId);
   }
 
   /**
@@ -217,7 +219,7 @@ export class DeployService {
    * data are kept) and the project marked `suspended`. Idempotent. Returns the projects stopped.
    */
   async suspendWorkspace(workspaceId: string): Promise<number> {
-    const { projects, deployments } = this.deps.store.repos;
+    const { projects, deployments } = this.repos;
     let stopped = 0;
     for (const kind of ['project', 'template'] as const) {
       for (const project of await projects.list(workspaceId, kind)) {
@@ -230,7 +232,7 @@ export class DeployService {
           }
         }
         if (current?.status === 'running' || project.status === 'running' || project.status === 'crashed') {
-          await projects.setStatus(project.id, 'suspended', iso(this.deps.clock.now()));
+          await projects.setStatus(project.id, 'suspended', iso(this.clock.now()));
         }
       }
     }
@@ -242,14 +244,14 @@ export class DeployService {
    * before again (a redeploy). Returns the deployments queued.
    */
   async resumeWorkspace(workspaceId: string): Promise<number> {
-    const { projects, deployments } = this.deps.store.repos;
+    const { projects, deployments } = this.repos;
     let queued = 0;
     for (const kind of ['project', 'template'] as const) {
       for (const project of await projects.list(workspaceId, kind)) {
         if (project.status !== 'suspended') continue;
         const last = (await deployments.page(project.id, 20, 0)).find((d) => d.image !== null && (d.status === 'stopped' || d.status === 'running'));
         if (last?.image == null) {
-          await projects.setStatus(project.id, 'stopped', iso(this.deps.clock.now()));
+          await projects.setStatus(project.id, 'stopped', iso(this.clock.now()));
           continue;
         }
         await this.enqueue({ projectId: project.id, source: 'redeploy', image: last.image, branch: last.branch, commitSha: last.commit_sha, commitMessage: last.commit_message });
@@ -291,7 +293,7 @@ export class DeployService {
       if (err instanceof AppError && err.code === 'PAYMENT_REQUIRED') return { outcome: 'payment_required', reason: PUSH_REASONS.payment_required };
       throw err;
     }
-    const sized = await this.deps.store.repos.projects.byId(p.id);
+    const sized = await this.repos.projects.byId(p.id);
     try {
       if (sized !== undefined) await this.memoryFor(sized);
     } catch (err) {
@@ -303,9 +305,9 @@ export class DeployService {
 
   /** A push that was not deployed, as a failed deployment of that commit in the project's list. */
   private async recordRefusal(projectId: string, push: Push, reason: string): Promise<DeploymentRow> {
-    const now = iso(this.deps.clock.now());
+    const now = iso(this.clock.now());
     const row: DeploymentRow = {
-      id: this.deps.ids.id(),
+      id: this.ids.id(),
       project_id: projectId,
       status: 'failed',
       source: 'git',
@@ -323,14 +325,14 @@ export class DeployService {
       restart_requested_at: null,
       require_head: 1,
     };
-    await this.deps.store.repos.deployQueue.insert(row);
-    await refreshProjectStatus(this.deps.store.repos, projectId, now);
+    await this.repos.deployQueue.insert(row);
+    await refreshProjectStatus(this.repos, projectId, now);
     return row;
   }
 
   /** 409 when the project's containers (replicas × memory) would take the installation past `--max-reserved-memory`. */
   private async memoryFor(project: { id: string; replicas: number; ram: string }): Promise<void> {
-    await holdMemoryRoom(this.deps, this.deps.store.repos, project.id, projectReservationMb(project));
+    await holdMemoryRoom(this.limits, this.repos, project.id, projectReservationMb(project));
   }
 
   private async enqueue(input: EnqueueInput): Promise<Deployment> {
@@ -339,13 +341,13 @@ export class DeployService {
 
   /** A deployment just queued: its project's status follows, and the engine looks at the queue. */
   private async started(row: DeploymentRow): Promise<Deployment> {
-    await refreshProjectStatus(this.deps.store.repos, row.project_id, iso(this.deps.clock.now()));
+    await refreshProjectStatus(this.repos, row.project_id, iso(this.clock.now()));
     this.engine.get().wake();
     return deploymentView(row);
   }
 
   private async find(projectId: string, id: string): Promise<DeploymentRow> {
-    const row = await this.deps.store.repos.deployments.find(projectId, id);
+    const row = await this.repos.deployments.find(projectId, id);
     if (row === undefined) throw notFound('Deployment');
     return row;
   }

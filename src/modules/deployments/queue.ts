@@ -1,7 +1,8 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { next, type DeploymentEvent } from '../../domain/deployment.js';
-import type { Deps } from '../deps.js';
-import type { DeploymentRow, DeploymentSource } from '../../store/schema.js';
+import type { DeploymentSource } from '../../domain/deployment.js';
+import type { DeploymentRow } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 
 export interface EnqueueInput {
   projectId: string;
@@ -35,7 +36,9 @@ const INTERRUPTED = 'Interrupted: the Slipway process that ran this deployment s
  */
 export class DeployQueue {
   constructor(
-    private readonly deps: Deps,
+    private readonly store: StoreOf<'projects' | 'deployQueue'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
     private readonly leaseMs: number,
   ) {}
 
@@ -54,9 +57,9 @@ export class DeployQueue {
    * exactly one queues.
    */
   async enqueueOrFind(input: EnqueueInput): Promise<{ row: DeploymentRow; queued: boolean }> {
-    const now = iso(this.deps.clock.now());
+    const now = iso(this.clock.now());
     const row: DeploymentRow = {
-      id: this.deps.ids.id(),
+      id: this.ids.id(),
       project_id: input.projectId,
       status: 'queued',
       source: input.source,
@@ -75,7 +78,7 @@ export class DeployQueue {
       require_head: input.requireHead === true ? 1 : 0,
     };
     const commitSha = input.requireHead === true ? input.commitSha : undefined;
-    const found = await this.deps.store.transaction(async (tx) => {
+    const found = await this.store.transaction(async (tx) => {
       // Concurrent enqueues of one project queue on its row (PostgreSQL; SQLite has one writer).
       await tx.projects.lock(input.projectId, { noKey: false });
       const live = commitSha == null ? undefined : await tx.deployQueue.liveOfCommit(input.projectId, commitSha);
@@ -89,12 +92,12 @@ export class DeployQueue {
 
   /** The next deployment to build, now leased to `worker`; null when there is nothing to do. */
   async claim(worker: string): Promise<DeploymentRow | null> {
-    const queue = this.deps.store.repos.deployQueue;
+    const queue = this.store.repos.deployQueue;
     // A competing worker may win the guarded update; try the next candidate a few times.
     for (let attempt = 0; attempt < 5; attempt++) {
       const candidate = await queue.nextClaimable();
       if (candidate === undefined) return null;
-      const now = this.deps.clock.now();
+      const now = this.clock.now();
       const claimed = await queue.claim(candidate, worker, iso(now), iso(new Date(now.getTime() + this.leaseMs)));
       if (claimed !== undefined) return claimed;
     }
@@ -103,8 +106,8 @@ export class DeployQueue {
 
   /** Renew the lease; false when the worker no longer holds the deployment. */
   async heartbeat(id: string, worker: string): Promise<boolean> {
-    const now = this.deps.clock.now();
-    return this.deps.store.repos.deployQueue.renew(id, worker, iso(new Date(now.getTime() + this.leaseMs)));
+    const now = this.clock.now();
+    return this.store.repos.deployQueue.renew(id, worker, iso(new Date(now.getTime() + this.leaseMs)));
   }
 
   /**
@@ -113,13 +116,13 @@ export class DeployQueue {
    * running one being superseded or stopped). Reaching a final or running state ends the lease.
    */
   async advance(id: string, worker: string | null, event: DeploymentEvent, progress: Progress = {}): Promise<DeploymentRow | null> {
-    const queue = this.deps.store.repos.deployQueue;
+    const queue = this.store.repos.deployQueue;
     const current = await queue.byId(id);
     if (current === undefined) return null;
     const to = next(current.status, event);
     if (to === null) return null;
     const done = to !== 'building' && to !== 'deploying';
-    const now = iso(this.deps.clock.now());
+    const now = iso(this.clock.now());
     const changes = { ...progress, ...(done ? { finished_at: to === 'running' ? null : now, lease_owner: null, lease_until: null } : {}) };
     return (await queue.move(id, { from: current.status, worker }, to, changes)) ?? null;
   }
@@ -129,6 +132,6 @@ export class DeployQueue {
    * stays `building` or `deploying` forever. Returns the reaped rows.
    */
   async reap(): Promise<DeploymentRow[]> {
-    return this.deps.store.repos.deployQueue.failExpired(iso(this.deps.clock.now()), INTERRUPTED);
+    return this.store.repos.deployQueue.failExpired(iso(this.clock.now()), INTERRUPTED);
   }
 }

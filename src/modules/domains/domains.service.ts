@@ -1,17 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { iso } from '../../domain/clock.js';
-import { conflict, invalid, notFound } from '../../domain/errors.js';
+import { iso, type Clock, type IdSource, type Random } from '../../domain/clock.js';
+import { conflict, Duplicate, invalid, notFound } from '../../domain/errors.js';
 import { everyInterval } from '../../domain/periodic.js';
-import { DEFAULT_DOMAIN_POLICY, type DomainPolicy, type Deps } from '../deps.js';
+import type { DomainPolicy } from './policy.js';
+import type { ProjectPolicy } from '../projects/policy.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import { isUniqueViolation } from '../../store/dialects.js';
-import type { DomainsTable } from '../../store/schema.js';
+import type { DomainRow } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
 import type { Access } from '../../domain/access.js';
 import type { Domain } from './domains.schema.js';
 import { challengeName, challengeValue, OwnershipProof } from './verification.js';
 
-const domainView = (row: DomainsTable): Domain => ({
+const domainView = (row: DomainRow): Domain => ({
   id: row.id,
   domain: row.domain,
   verified: row.verified === 1,
@@ -92,24 +92,28 @@ export function isDue(created: number, now: number, previous: number | undefined
  * while pending claims do not block its owner: the first claim proven wins.
  */
 export class DomainService {
-  readonly policy: DomainPolicy;
   private readonly proof: OwnershipProof;
   private passing: Promise<void> | null = null;
   /** when this process's previous background pass began (monotonic within the service's clock) */
   private previousPass: number | undefined;
 
   constructor(
-    readonly deps: Deps,
+    private readonly store: StoreOf<'projects' | 'domains'>,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    private readonly ids: IdSource,
+    readonly policy: DomainPolicy,
+    /** the apps domain, whose names are the default hosts' and cannot be claimed */
+    private readonly hosts: Pick<ProjectPolicy, 'appsDomain'>,
     /** a project's hosts changed: the router must learn them */
     private readonly changed: (projectId: string) => Promise<void> = () => Promise.resolve(),
   ) {
-    this.policy = deps.platform.domains ?? DEFAULT_DOMAIN_POLICY;
     this.proof = new OwnershipProof(this.policy);
   }
 
   async list(access: Access, projectSlug: ProjectRef): Promise<Domain[]> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    return (await this.deps.store.repos.domains.list(project.id)).map(domainView);
+    const project = await resolveProject(this.store.repos, access, projectSlug);
+    return (await this.store.repos.domains.list(project.id)).map(domainView);
   }
 
   /**
@@ -120,36 +124,31 @@ export class DomainService {
    * proof is tried at once; the route follows only a verified name.
    */
   async add(access: Access, projectSlug: ProjectRef, input: { domain: string }): Promise<Domain> {
-    const domain = parseHostName(input.domain, this.deps.platform.appsDomain);
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const domain = parseHostName(input.domain, this.hosts.appsDomain);
+    const project = await resolveProject(this.store.repos, access, projectSlug);
     const trusted = this.policy.verification === 'off';
-    const now = iso(this.deps.clock.now());
-    const row: DomainsTable = {
-      id: this.deps.ids.id(),
+    const now = iso(this.clock.now());
+    const row: DomainRow = {
+      id: this.ids.id(),
       project_id: project.id,
       domain,
       verified: trusted ? 1 : 0,
-      verification_token: randomBytes(16).toString('hex'),
+      verification_token: this.random.bytes(16).toString('hex'),
       verified_at: trusted ? now : null,
       created_at: now,
     };
-    const inUse = () => conflict(`The domain "${domain}" is already in use on this platform.`);
-    try {
-      await this.deps.store.transaction(async (tx) => {
-        await tx.projects.lock(project.id, { noKey: false });
-        const mine = await tx.domains.namesOf(project.id);
-        if (mine.includes(domain)) throw conflict(`The domain "${domain}" is already a domain of this project.`);
-        const max = this.policy.maxPerProject;
-        if (mine.length >= max) {
-          throw conflict(`This project already has ${mine.length.toString()} custom domains, the most this platform allows (${max.toString()}); remove one first.`);
-        }
-        if (await tx.domains.isVerified(domain)) throw inUse();
-        await tx.domains.insert(row);
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw inUse();
-      throw err;
-    }
+    // a name taken meanwhile by a concurrent add: 409 from the repository, in the same words as inUse
+    await this.store.transaction(async (tx) => {
+      await tx.projects.lock(project.id, { noKey: false });
+      const mine = await tx.domains.namesOf(project.id);
+      if (mine.includes(domain)) throw conflict(`The domain "${domain}" is already a domain of this project.`);
+      const max = this.policy.maxPerProject;
+      if (mine.length >= max) {
+        throw conflict(`This project already has ${mine.length.toString()} custom domains, the most this platform allows (${max.toString()}); remove one first.`);
+      }
+      if (await tx.domains.isVerified(domain)) throw conflict(`The domain "${domain}" is already in use on this platform.`);
+      await tx.domains.insert(row);
+    });
     const settled = trusted ? row : await this.tryVerify(row);
     if (settled.verified === 1) await this.route(project.id);
     return domainView(settled);
@@ -160,7 +159,7 @@ export class DomainService {
    * record, verified or still pending; 409 when another project proved the name first.
    */
   async verify(access: Access, projectSlug: ProjectRef, domainId: string): Promise<Domain> {
-    const { repos } = this.deps.store;
+    const { repos } = this.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.find(project.id, domainId);
     if (row === undefined) throw notFound('Domain');
@@ -176,7 +175,7 @@ export class DomainService {
 
   /** One statement, so that of two concurrent removals only one answers the domain. */
   async remove(access: Access, projectSlug: ProjectRef, domainId: string): Promise<Domain> {
-    const { repos } = this.deps.store;
+    const { repos } = this.store;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.domains.remove(project.id, domainId);
     if (row === undefined) throw notFound('Domain');
@@ -201,10 +200,10 @@ export class DomainService {
   }
 
   private async pass(): Promise<void> {
-    const now = this.deps.clock.now().getTime();
+    const now = this.clock.now().getTime();
     const previous = this.previousPass;
     this.previousPass = now;
-    const pending = await this.deps.store.repos.domains.pending();
+    const pending = await this.store.repos.domains.pending();
     // with verification off nothing is asked: every claim is trusted at once
     const queue = this.policy.verification === 'off' ? [...pending] : pending.filter((row) => isDue(Date.parse(row.created_at), now, previous));
     const worker = async () => {
@@ -220,7 +219,7 @@ export class DomainService {
    * The row verified when DNS proves it: its TXT record, or (public addresses configured) the
    * name resolving to this installation while no other project claims it. Otherwise as it was.
    */
-  private async tryVerify(row: DomainsTable): Promise<DomainsTable> {
+  private async tryVerify(row: DomainRow): Promise<DomainRow> {
     if (await this.heldElsewhere(row)) return row;
     const { txt, here } = await this.proof.check(row.domain, row.verification_token);
     if (!txt && !(here && !(await this.claimedElsewhere(row)))) return row;
@@ -228,22 +227,22 @@ export class DomainService {
   }
 
   /** The partial unique index refuses a second verified holder: then the row stays pending. */
-  private async markVerified(row: DomainsTable): Promise<DomainsTable> {
-    const at = iso(this.deps.clock.now());
+  private async markVerified(row: DomainRow): Promise<DomainRow> {
+    const at = iso(this.clock.now());
     try {
-      return (await this.deps.store.repos.domains.markVerified(row.id, at)) ? { ...row, verified: 1, verified_at: at } : row;
+      return (await this.store.repos.domains.markVerified(row.id, at)) ? { ...row, verified: 1, verified_at: at } : row;
     } catch (err) {
-      if (isUniqueViolation(err)) return row;
+      if (err instanceof Duplicate) return row;
       throw err;
     }
   }
 
-  private heldElsewhere(row: DomainsTable): Promise<boolean> {
-    return this.deps.store.repos.domains.isVerified(row.domain, row.id);
+  private heldElsewhere(row: DomainRow): Promise<boolean> {
+    return this.store.repos.domains.isVerified(row.domain, row.id);
   }
 
-  private claimedElsewhere(row: DomainsTable): Promise<boolean> {
-    return this.deps.store.repos.domains.claimedByOther(row.domain, row.project_id);
+  private claimedElsewhere(row: DomainRow): Promise<boolean> {
+    return this.store.repos.domains.claimedByOther(row.domain, row.project_id);
   }
 
   /**

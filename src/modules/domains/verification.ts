@@ -1,6 +1,6 @@
 import { Resolver } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import type { DomainPolicy } from '../deps.js';
+import type { DomainPolicy } from './policy.js';
 
 /** The TXT record that proves control of `domain` for one claim. */
 export const challengeName = (domain: string): string => `_slipway-challenge.${domain}`;

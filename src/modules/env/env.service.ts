@@ -1,12 +1,12 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { conflict, invalid, notFound } from '../../domain/errors.js';
 import { passwordContext } from '../databases/policy.js';
 import { referenceProblem, resolveReferences } from '../databases/references.js';
-import type { Deps } from '../deps.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import { isUniqueViolation } from '../../store/dialects.js';
-import type { DatabaseRow, Repositories } from '../../store/repositories/index.js';
-import type { EnvVarsTable } from '../../store/schema.js';
+import type { DatabaseRow, EnvVarRow, Repositories } from '../../store/repositories/index.js';
+import type { StoreOf } from '../../store/db.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { ProjectPolicy } from '../projects/policy.js';
 import type { Access } from '../../domain/access.js';
 import { envTotalProblem, envValueProblem } from './env-rules.js';
 import type { BulkCounts, EnvVar } from './env.schema.js';
@@ -39,7 +39,10 @@ export const MAX_ENV_KEY_LENGTH = 256;
 export { MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES } from './env-rules.js';
 export const MAX_BULK_VARIABLES = 1000;
 
-type EnvRow = EnvVarsTable;
+type EnvRow = EnvVarRow;
+
+/** What the variables are read against: their project, its databases (references) and domains (its address). */
+type EnvTables = 'projects' | 'env' | 'databases' | 'domains';
 
 const envView = (row: EnvRow): EnvVar => ({
   id: row.id,
@@ -73,11 +76,18 @@ function checkTotal(vars: Iterable<readonly [string, string]>): void {
  * project and key) and never leave through the API; only `resolvedFor` opens them, for deploys.
  */
 export class EnvService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly store: StoreOf<EnvTables>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly secrets: Pick<SecretBox, 'seal' | 'open' | 'tryOpen'>,
+    /** a template instance's `${url}` and `${domain}` */
+    private readonly hosts: Pick<ProjectPolicy, 'appsDomain' | 'routerPort'>,
+  ) {}
 
   async list(access: Access, projectSlug: ProjectRef): Promise<EnvVar[]> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    return (await this.rowsOf(this.deps.store.repos, project.id)).map(envView);
+    const project = await resolveProject(this.store.repos, access, projectSlug);
+    return (await this.rowsOf(this.store.repos, project.id)).map(envView);
   }
 
   async create(
@@ -86,28 +96,24 @@ export class EnvService {
     input: { key: string; value: string; is_secret?: boolean | undefined },
   ): Promise<EnvVar> {
     checkValue('"value"', `"value" of the variable "${input.key}"`, input.value);
-    try {
-      return await this.write(access, projectSlug, async (tx, project) => {
-        await this.checkReferences(tx, project.workspace_id, [[input.key, input.value]]);
-        await this.checkTotalWith(tx, project.id, { [input.key]: input.value });
-        const now = iso(this.deps.clock.now());
-        const secret = input.is_secret ?? false;
-        const row: EnvRow = {
-          id: this.deps.ids.id(),
-          project_id: project.id,
-          key: input.key,
-          value: secret ? this.seal(project.id, input.key, input.value) : input.value,
-          is_secret: secret ? 1 : 0,
-          created_at: now,
-          updated_at: now,
-        };
-        await tx.env.insert(row);
-        return envView(row);
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`A variable named "${input.key}" already exists in this project.`);
-      throw err;
-    }
+    // a key the project has already: 409 from the repository
+    return this.write(access, projectSlug, async (tx, project) => {
+      await this.checkReferences(tx, project.workspace_id, [[input.key, input.value]]);
+      await this.checkTotalWith(tx, project.id, { [input.key]: input.value });
+      const now = iso(this.clock.now());
+      const secret = input.is_secret ?? false;
+      const row: EnvRow = {
+        id: this.ids.id(),
+        project_id: project.id,
+        key: input.key,
+        value: secret ? this.seal(project.id, input.key, input.value) : input.value,
+        is_secret: secret ? 1 : 0,
+        created_at: now,
+        updated_at: now,
+      };
+      await tx.env.insert(row);
+      return envView(row);
+    });
   }
 
   /**
@@ -142,7 +148,7 @@ export class EnvService {
       const patch = {
         value: secret ? this.seal(project.id, row.key, value) : value,
         is_secret: secret ? 1 : 0,
-        updated_at: iso(this.deps.clock.now()),
+        updated_at: iso(this.clock.now()),
       };
       await tx.env.update(row.id, patch);
       return envView({ ...row, ...patch });
@@ -175,13 +181,13 @@ export class EnvService {
       const after = new Map([...existing].map(([key, row]) => [key, this.plaintext(project.id, row) ?? row.value]));
       for (const item of items) after.set(item.key, item.value);
       checkTotal(after);
-      const now = iso(this.deps.clock.now());
+      const now = iso(this.clock.now());
       for (const item of items) {
         const row = existing.get(item.key);
         const secret = item.is_secret ?? row?.is_secret === 1;
         const value = secret ? this.seal(project.id, item.key, item.value) : item.value;
         if (row === undefined) {
-          await tx.env.insert({ id: this.deps.ids.id(), project_id: project.id, key: item.key, value, is_secret: secret ? 1 : 0, created_at: now, updated_at: now });
+          await tx.env.insert({ id: this.ids.id(), project_id: project.id, key: item.key, value, is_secret: secret ? 1 : 0, created_at: now, updated_at: now });
         } else {
           await tx.env.update(row.id, { value, is_secret: secret ? 1 : 0, updated_at: now });
         }
@@ -191,10 +197,10 @@ export class EnvService {
   }
 
   /** A new template instance's first variables, in its creating transaction (values checked by the catalog). */
-  async insertInitial(tx: Repositories, projectId: string, vars: readonly { key: string; value: string; secret: boolean }[]): Promise<void> {
+  async insertInitial(tx: Pick<Repositories, 'env'>, projectId: string, vars: readonly { key: string; value: string; secret: boolean }[]): Promise<void> {
     if (vars.length === 0) return;
-    const now = iso(this.deps.clock.now());
-    await tx.env.insert(vars.map((v) => ({ id: this.deps.ids.id(), project_id: projectId, key: v.key, value: v.secret ? this.seal(projectId, v.key, v.value) : v.value, is_secret: v.secret ? 1 : 0, created_at: now, updated_at: now })));
+    const now = iso(this.clock.now());
+    await tx.env.insert(vars.map((v) => ({ id: this.ids.id(), project_id: projectId, key: v.key, value: v.secret ? this.seal(projectId, v.key, v.value) : v.value, is_secret: v.secret ? 1 : 0, created_at: now, updated_at: now })));
   }
 
   /** Removes the variable named `key` (a template instance's `DELETE …/envs/:key`). */
@@ -227,13 +233,13 @@ export class EnvService {
       for (const [key, value] of given) after.set(key, value);
       await this.checkReferences(tx, project.workspace_id, given, 'variables.');
       checkTotal(after);
-      const now = iso(this.deps.clock.now());
+      const now = iso(this.clock.now());
       const counts: BulkCounts = { created: 0, updated: 0, deleted: 0 };
       const inserts: EnvRow[] = [];
       for (const [key, value] of given) {
         const row = existing.get(key);
         if (row === undefined) {
-          inserts.push({ id: this.deps.ids.id(), project_id: project.id, key, value, is_secret: 0, created_at: now, updated_at: now });
+          inserts.push({ id: this.ids.id(), project_id: project.id, key, value, is_secret: 0, created_at: now, updated_at: now });
           continue;
         }
         if (this.plaintext(project.id, row) === value) continue;
@@ -259,7 +265,7 @@ export class EnvService {
    * (stored before the API refused such values).
    */
   async resolvedFor(projectId: string): Promise<Record<string, string>> {
-    const rows = await this.rowsOf(this.deps.store.repos, projectId);
+    const rows = await this.rowsOf(this.store.repos, projectId);
     const databases = rows.some((row) => row.value.includes('${{') || row.is_secret === 1) ? await this.databasesOf(projectId) : new Map<string, DatabaseRow>();
     // like the databases: asked for only when a value may name them (a sealed one may)
     const address = rows.some((row) => row.value.includes('${url}') || row.value.includes('${domain}') || row.is_secret === 1) ? await this.addressOf(projectId) : null;
@@ -269,7 +275,7 @@ export class EnvService {
         if (stored === null) throw new UnreadableSecretError(row.key);
         let value: string;
         try {
-          value = resolveReferences(`The variable "${row.key}"`, stored, databases, (db) => this.deps.secrets.open(db.password, passwordContext(db.id)));
+          value = resolveReferences(`The variable "${row.key}"`, stored, databases, (db) => this.secrets.open(db.password, passwordContext(db.id)));
         } catch (err) {
           throw new UnusableEnvError(`${err instanceof Error ? err.message : String(err)} No container was started with it.`);
         }
@@ -289,16 +295,16 @@ export class EnvService {
    * custom domain, else its default one, as it is now; null for a project, where they stay as written.
    */
   private async addressOf(projectId: string): Promise<{ domain: string; url: string } | null> {
-    const project = await this.deps.store.repos.projects.byId(projectId);
+    const project = await this.store.repos.projects.byId(projectId);
     if (project?.kind !== 'template') return null;
-    const custom = (await this.deps.store.repos.domains.list(projectId)).find((d) => d.verified === 1);
-    const domain = custom?.domain ?? defaultDomain(project, this.deps.platform.appsDomain);
-    return { domain, url: defaultUrl(domain, this.deps.platform.routerPort) };
+    const custom = (await this.store.repos.domains.list(projectId)).find((d) => d.verified === 1);
+    const domain = custom?.domain ?? defaultDomain(project, this.hosts.appsDomain);
+    return { domain, url: defaultUrl(domain, this.hosts.routerPort) };
   }
 
   /** The opened values of the project's secret variables: what the log analyzer redacts before asking a model. */
   async secretValues(projectId: string): Promise<string[]> {
-    const rows = await this.rowsOf(this.deps.store.repos, projectId);
+    const rows = await this.rowsOf(this.store.repos, projectId);
     return rows.filter((row) => row.is_secret === 1).flatMap((row) => {
       const value = this.plaintext(projectId, row);
       return value === null || value === '' ? [] : [value];
@@ -310,8 +316,8 @@ export class EnvService {
    * set no one changes meanwhile. PostgreSQL needs the row lock (NO KEY UPDATE, which does not
    * block inserts elsewhere that reference the project); SQLite runs one writer at a time.
    */
-  private write<T>(access: Access, projectSlug: ProjectRef, fn: (tx: Repositories, project: ProjectRow) => Promise<T>): Promise<T> {
-    return this.deps.store.transaction(async (tx) => {
+  private write<T>(access: Access, projectSlug: ProjectRef, fn: (tx: Pick<Repositories, EnvTables>, project: ProjectRow) => Promise<T>): Promise<T> {
+    return this.store.transaction(async (tx) => {
       const project = await resolveProject(tx, access, projectSlug);
       await tx.projects.lock(project.id, { noKey: true });
       return fn(tx, project);
@@ -320,13 +326,13 @@ export class EnvService {
 
   /** The databases of the project's workspace, by slug (for its variables' references). */
   private async databasesOf(projectId: string): Promise<Map<string, DatabaseRow>> {
-    const project = await this.deps.store.repos.projects.byId(projectId);
+    const project = await this.store.repos.projects.byId(projectId);
     if (project === undefined) return new Map();
-    return new Map((await this.deps.store.repos.databases.inWorkspace(project.workspace_id)).map((d) => [d.slug, d]));
+    return new Map((await this.store.repos.databases.inWorkspace(project.workspace_id)).map((d) => [d.slug, d]));
   }
 
   /** Every database a value references must exist in the workspace, with a field a reference can name (400 otherwise). */
-  private async checkReferences(repos: Repositories, workspaceId: string, entries: readonly (readonly [string, string])[], prefix = ''): Promise<void> {
+  private async checkReferences(repos: Pick<Repositories, EnvTables>, workspaceId: string, entries: readonly (readonly [string, string])[], prefix = ''): Promise<void> {
     if (!entries.some(([, value]) => value.includes('${{'))) return;
     const databases = new Map((await repos.databases.inWorkspace(workspaceId)).map((d) => [d.slug, d]));
     for (const [key, value] of entries) {
@@ -336,7 +342,7 @@ export class EnvService {
   }
 
   /** The project's variables with `changes` applied must fit in a container request (400 otherwise). */
-  private async checkTotalWith(repos: Repositories, projectId: string, changes: Readonly<Record<string, string>>): Promise<void> {
+  private async checkTotalWith(repos: Pick<Repositories, EnvTables>, projectId: string, changes: Readonly<Record<string, string>>): Promise<void> {
     const vars = new Map<string, string>();
     // a secret this key cannot open counts as its sealed length, an upper bound of its plaintext
     for (const row of await this.rowsOf(repos, projectId)) vars.set(row.key, this.plaintext(projectId, row) ?? row.value);
@@ -344,12 +350,12 @@ export class EnvService {
     checkTotal(vars);
   }
 
-  private async rowsOf(repos: Repositories, projectId: string): Promise<EnvRow[]> {
+  private async rowsOf(repos: Pick<Repositories, EnvTables>, projectId: string): Promise<EnvRow[]> {
     return (await repos.env.list(projectId)).sort(byKey);
   }
 
   /** The variable `envId` of this project, or 404: an id of another project is not found here. */
-  private async find(repos: Repositories, projectId: string, envId: string): Promise<EnvRow> {
+  private async find(repos: Pick<Repositories, EnvTables>, projectId: string, envId: string): Promise<EnvRow> {
     const row = await repos.env.find(projectId, envId);
     if (row === undefined) throw notFound('Environment variable');
     return row;
@@ -357,11 +363,11 @@ export class EnvService {
 
   /** The context binds a sealed value to its row: copied to another project or key, it does not open. */
   private seal(projectId: string, key: string, value: string): string {
-    return this.deps.secrets.seal(value, `env:${projectId}:${key}`);
+    return this.secrets.seal(value, `env:${projectId}:${key}`);
   }
 
   /** null for a secret this installation's key cannot open (sealed under another key file) */
   private plaintext(projectId: string, row: EnvRow): string | null {
-    return row.is_secret === 1 ? this.deps.secrets.tryOpen(row.value, `env:${projectId}:${row.key}`) : row.value;
+    return row.is_secret === 1 ? this.secrets.tryOpen(row.value, `env:${projectId}:${row.key}`) : row.value;
   }
 }

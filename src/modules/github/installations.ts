@@ -8,13 +8,12 @@
 // https://docs.github.com/en/apps/creating-github-apps/registering-a-github-app/about-the-setup-url
 import { timingSafeEqual } from 'node:crypto';
 import { GitHubAppError, type GitHubApp } from '../../adapters/git/github-app.js';
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type Random } from '../../domain/clock.js';
 import { AppError, forbidden, invalid, notFound } from '../../domain/errors.js';
 import { atLeast, isRole } from '../../domain/roles.js';
-import type { Deps } from '../deps.js';
 import { toNumber } from '../../store/dialects.js';
-import type { Repositories } from '../../store/repositories/index.js';
-import type { GitHubInstallationsTable } from '../../store/schema.js';
+import type { InstallationRow, Repositories } from '../../store/repositories/index.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { Access } from '../../domain/access.js';
 import type { GitHubOAuth } from './oauth.js';
 import type { Installation, LinkedInstallation, LinkStart } from './github.schema.js';
@@ -52,7 +51,7 @@ interface StatePayload {
   e: number;
 }
 
-const view = (row: GitHubInstallationsTable): Installation => ({
+const view = (row: InstallationRow): Installation => ({
   installation_id: toNumber(row.installation_id),
   account_login: row.account_login,
   linked_at: row.created_at,
@@ -60,20 +59,27 @@ const view = (row: GitHubInstallationsTable): Installation => ({
 
 /** The link flow and the list of a workspace's linked installations. */
 export class GitHubInstallationService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly repos: Pick<Repositories, 'installations' | 'members'>,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    private readonly secrets: Pick<SecretBox, 'mac'>,
+    /** the GitHub App (`--github-app-*`); absent: installations cannot be linked */
+    private readonly github: GitHubIntegration | undefined,
+  ) {}
 
   /** `POST /api/workspaces/:slug/github/installations/link` (admin): a fresh state and where to send the browser. */
   async startLink(access: Access): Promise<LinkStart> {
-    const github = this.deps.github;
+    const { github } = this;
     if (github?.oauth == null) throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
     const info = await github.app.appInfo().catch((err: unknown) => {
       // the App's settings or GitHub, never the caller's doing
       throw err instanceof GitHubAppError ? new AppError('UNAVAILABLE', err.message) : err;
     });
-    const now = this.deps.clock.now();
+    const now = this.clock.now();
     const expires = new Date(now.getTime() + STATE_TTL_MS);
-    const nonce = this.deps.random.bytes(18).toString('base64url');
-    await this.deps.store.repos.installations.addState({ nonce, workspace_id: access.workspace.id, user_id: access.caller.user.id, expires_at: iso(expires) }, iso(now));
+    const nonce = this.random.bytes(18).toString('base64url');
+    await this.repos.installations.addState({ nonce, workspace_id: access.workspace.id, user_id: access.caller.user.id, expires_at: iso(expires) }, iso(now));
     const state = this.sign({ w: access.workspace.id, u: access.caller.user.id, n: nonce, e: expires.getTime() });
     return { install_url: `${info.htmlUrl}/installations/new?state=${encodeURIComponent(state)}`, state, expires_at: iso(expires) };
   }
@@ -84,13 +90,13 @@ export class GitHubInstallationService {
    * one, and GitHub says the user of `code` may access the installation.
    */
   async completeSetup(q: SetupQuery): Promise<LinkedInstallation> {
-    const github = this.deps.github;
+    const github = this.github;
     if (github?.oauth == null) throw new AppError('UNAVAILABLE', NOT_CONFIGURED);
     if (q.state === undefined || q.state === '') throw invalid(`The state parameter is missing: ${START_AGAIN}, and install the app from the URL it answers.`);
     const state = this.verify(q.state);
     if (state === null) throw invalid(`The state is not one this Slipway issued (it is malformed or was altered); ${START_AGAIN}.`);
-    const { repos } = this.deps.store;
-    const now = this.deps.clock.now();
+    const { repos } = this;
+    const now = this.clock.now();
     if (state.e <= now.getTime()) throw invalid(`This link has expired (a state is good for one hour); ${START_AGAIN}.`);
     if (q.setup_action === 'request') {
       throw invalid('The installation was requested and waits for an owner of the GitHub account to approve it; once it is installed, link it again.');
@@ -124,7 +130,7 @@ export class GitHubInstallationService {
       throw fromGitHub(err);
     }
 
-    const row: GitHubInstallationsTable = { workspace_id: state.w, installation_id: installationId, account_login: accountLogin, linked_by: state.u, created_at: iso(now) };
+    const row: InstallationRow = { workspace_id: state.w, installation_id: installationId, account_login: accountLogin, linked_by: state.u, created_at: iso(now) };
     await repos.installations.link(row);
     const stored = await repos.installations.find(state.w, installationId);
     if (stored === undefined) throw new Error(`installation ${String(installationId)} not found after linking it`);
@@ -132,13 +138,13 @@ export class GitHubInstallationService {
   }
 
   async list(access: Access): Promise<Installation[]> {
-    const rows = await this.deps.store.repos.installations.list(access.workspace.id);
+    const rows = await this.repos.installations.list(access.workspace.id);
     return rows.map(view);
   }
 
   /** Unlinks; later builds of connections that name the installation fail without cloning. */
   async unlink(access: Access, installationId: number): Promise<Installation> {
-    const { installations } = this.deps.store.repos;
+    const { installations } = this.repos;
     const row = await installations.find(access.workspace.id, installationId);
     if (row === undefined) throw notFound('GitHub App installation');
     await installations.unlink(access.workspace.id, installationId);
@@ -147,14 +153,14 @@ export class GitHubInstallationService {
 
   private sign(p: StatePayload): string {
     const body = Buffer.from(JSON.stringify(p), 'utf8').toString('base64url');
-    return `${body}.${this.deps.secrets.mac(STATE_PURPOSE, body).toString('base64url')}`;
+    return `${body}.${this.secrets.mac(STATE_PURPOSE, body).toString('base64url')}`;
   }
 
   private verify(state: string): StatePayload | null {
     const m = /^([A-Za-z0-9_-]{1,1000})\.([A-Za-z0-9_-]{43})$/.exec(state);
     if (m === null) return null;
     const [, body = '', mac = ''] = m;
-    const expected = this.deps.secrets.mac(STATE_PURPOSE, body);
+    const expected = this.secrets.mac(STATE_PURPOSE, body);
     const given = Buffer.from(mac, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     try {
@@ -172,23 +178,24 @@ export class GitHubInstallationService {
  * (403), and (when `checkCoverage`) covering the repository, asked of GitHub (400).
  */
 export async function checkConnectionInstallation(
-  deps: Pick<Deps, 'store' | 'github'>,
+  repos: Pick<Repositories, 'installations'>,
+  github: GitHubIntegration | undefined,
   access: Access,
   installationId: number,
   repoFullName: string,
   checkCoverage: boolean,
 ): Promise<void> {
   if (installationId === 0) return;
-  if (!(await deps.store.repos.installations.isLinked(access.workspace.id, installationId))) {
+  if (!(await repos.installations.isLinked(access.workspace.id, installationId))) {
     throw forbidden(
       `GitHub App installation ${String(installationId)} is not linked to this workspace; an admin links it with POST /api/workspaces/${access.workspace.slug}/github/installations/link.`,
     );
   }
   if (!checkCoverage) return;
-  if (deps.github === undefined) throw new AppError('UNAVAILABLE', 'No GitHub App is configured on this Slipway, so a Git connection cannot use an installation (set installation_id to 0).');
+  if (github === undefined) throw new AppError('UNAVAILABLE', 'No GitHub App is configured on this Slipway, so a Git connection cannot use an installation (set installation_id to 0).');
   let covered: boolean;
   try {
-    covered = await deps.github.app.covers(installationId, repoFullName);
+    covered = await github.app.covers(installationId, repoFullName);
   } catch (err) {
     throw fromGitHub(err);
   }

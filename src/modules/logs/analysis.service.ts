@@ -1,6 +1,6 @@
 import { invalid } from '../../domain/errors.js';
 import type { LogStore } from '../../domain/logs.js';
-import type { Deps } from '../deps.js';
+import type { Repositories } from '../../store/repositories/index.js';
 import type { EnvService } from '../env/env.service.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Access } from '../../domain/access.js';
@@ -21,8 +21,8 @@ export const RECENT_LINES = 1000;
  */
 export class LogAnalysisService {
   constructor(
-    private readonly deps: Pick<Deps, 'store'>,
-    private readonly logs: LogStore,
+    private readonly repos: Pick<Repositories, 'projects'>,
+    private readonly logs: Pick<LogStore, 'tail'>,
     private readonly env: Pick<EnvService, 'secretValues'>,
     private readonly llm: LlmAnalyzer | undefined,
     private readonly pool: AnalysisPool,
@@ -34,7 +34,7 @@ export class LogAnalysisService {
   }
 
   async analyze(access: Access, projectSlug: ProjectRef, logs: string | undefined): Promise<Analysis> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     if (logs !== undefined && Buffer.byteLength(logs, 'utf8') > MAX_ANALYZE_BYTES) {
       throw invalid(`"logs" must be at most ${String(MAX_ANALYZE_BYTES)} bytes (1 MiB) of text.`);
     }

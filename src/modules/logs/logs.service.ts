@@ -2,9 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { invalid, notFound } from '../../domain/errors.js';
+import type { Clock } from '../../domain/clock.js';
 import { everyInterval } from '../../domain/periodic.js';
-import type { LogDirection, LogEntry as StoredLogEntry, LogFilter, LogStreamKind, RetentionResult } from '../../domain/logs.js';
-import { DEFAULT_LOG_MAX_BYTES, type Deps } from '../deps.js';
+import type { LogDirection, LogEntry as StoredLogEntry, LogFilter, LogStore, LogStreamKind, RetentionResult } from '../../domain/logs.js';
+import type { Repositories } from '../../store/repositories/index.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { LogPolicy } from './policy.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
 import type { Access } from '../../domain/access.js';
 import { parseSettings } from '../tenancy/views.js';
@@ -79,7 +82,14 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 export class LogService {
   private retaining: Promise<RetentionResult> | null = null;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly repos: Pick<Repositories, 'projects' | 'databases' | 'workspaces'>,
+    private readonly logs: LogStore,
+    private readonly clock: Clock,
+    /** signs the paging cursors */
+    private readonly secrets: Pick<SecretBox, 'mac'>,
+    private readonly policy: LogPolicy,
+  ) {}
 
   /**
    * One page. The parameters are checked before the project is looked up (docs/api.md#errors).
@@ -87,14 +97,14 @@ export class LogService {
    */
   async query(access: Access, projectSlug: ProjectRef, input: LogQueryInput): Promise<LogPage> {
     const filter = this.filter(input);
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     return this.page(project.id, filter, input);
   }
 
   /** One page of what a managed database's server printed (its lines are kept under the database's id). */
   async queryDatabase(access: Access, dbSlug: string, input: LogQueryInput): Promise<LogPage> {
     const filter = this.filter(input);
-    const database = await this.deps.store.repos.databases.bySlug(access.workspace.id, dbSlug);
+    const database = await this.repos.databases.bySlug(access.workspace.id, dbSlug);
     if (database === undefined) throw notFound('Database');
     return this.page(database.id, filter, input);
   }
@@ -103,7 +113,7 @@ export class LogService {
     const direction = input.direction ?? 'desc';
     const binding = this.binding(id, direction, filter);
     const cursor = input.cursor === undefined ? undefined : this.openCursor(input.cursor, binding);
-    const page = await this.deps.logs.query(id, { ...filter, direction, limit: input.limit, cursor });
+    const page = await this.logs.query(id, { ...filter, direction, limit: input.limit, cursor });
     return { entries: page.entries.map(entryView), next_cursor: page.nextCursor === null ? null : this.sealCursor(page.nextCursor, binding) };
   }
 
@@ -114,9 +124,9 @@ export class LogService {
    */
   async download(access: Access, projectSlug: ProjectRef, input: LogFilterInput): Promise<LogDownload> {
     const filter = { ...this.filter(input), direction: input.direction ?? 'asc' };
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const stamp = this.deps.clock.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
-    const pages = this.deps.logs.stream(project.id, filter, DOWNLOAD_PAGE);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const stamp = this.clock.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+    const pages = this.logs.stream(project.id, filter, DOWNLOAD_PAGE);
     async function* ndjson(): AsyncGenerator<string> {
       for await (const page of pages) yield page.map((e) => `${JSON.stringify(entryView(e))}\n`).join('');
     }
@@ -132,8 +142,8 @@ export class LogService {
   }
 
   async usage(access: Access, projectSlug: ProjectRef): Promise<LogUsage> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const u = await this.deps.logs.usage(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const u = await this.logs.usage(project.id);
     return {
       bytes: u.bytes,
       lines: u.lines,
@@ -150,14 +160,14 @@ export class LogService {
    * one process do not overlap; those of two replicas may, and the store keeps usage exact.
    */
   enforceRetention(): Promise<RetentionResult> {
-    this.retaining ??= this.deps.logs
+    this.retaining ??= this.logs
       .enforceRetention({
         retentionDays: async (workspaceId) => {
-          const settings = await this.deps.store.repos.workspaces.settingsOf(workspaceId);
+          const settings = await this.repos.workspaces.settingsOf(workspaceId);
           return settings === undefined ? null : parseSettings(settings).log_retention_days;
         },
-        maxBytesPerProject: this.deps.platform.logMaxBytesPerProject === undefined ? DEFAULT_LOG_MAX_BYTES : this.deps.platform.logMaxBytesPerProject,
-        now: this.deps.clock.now(),
+        maxBytesPerProject: this.policy.maxBytesPerProject,
+        now: this.clock.now(),
       })
       .finally(() => {
         this.retaining = null;
@@ -205,6 +215,6 @@ export class LogService {
   }
 
   private cursorMac(inner: string, binding: string): string {
-    return this.deps.secrets.mac(CURSOR_PURPOSE, `${binding}\n${inner}`).subarray(0, 12).toString('base64url');
+    return this.secrets.mac(CURSOR_PURPOSE, `${binding}\n${inner}`).subarray(0, 12).toString('base64url');
   }
 }

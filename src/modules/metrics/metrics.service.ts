@@ -1,7 +1,6 @@
-import { iso } from '../../domain/clock.js';
-import type { Deps } from '../deps.js';
+import { iso, type Clock } from '../../domain/clock.js';
 import { resolveProject, type ProjectRef } from '../projects/resolve.js';
-import type { MetricsMinute } from '../../store/repositories/index.js';
+import type { MetricsMinute, Repositories } from '../../store/repositories/index.js';
 import type { ProjectMetrics } from '../projects/projects.schema.js';
 import type { Access } from '../../domain/access.js';
 
@@ -19,14 +18,17 @@ const SHAPE: Record<MetricsPeriod, { spanMs: number; stepMs: number }> = {
 
 /** A project's resource history for charts (docs/uptime.md#resource-metrics), from the sampler's minutes in the store. */
 export class MetricsService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly repos: Pick<Repositories, 'projects' | 'metrics'>,
+    private readonly clock: Clock,
+  ) {}
 
   async project(access: Access, projectSlug: ProjectRef, period: MetricsPeriod): Promise<ProjectMetrics> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     const { spanMs, stepMs } = SHAPE[period];
-    const now = this.deps.clock.now().getTime();
+    const now = this.clock.now().getTime();
     const from = Math.floor((now - spanMs) / stepMs) * stepMs;
-    const minutes = await this.deps.store.repos.metrics.since(project.id, iso(new Date(from)));
+    const minutes = await this.repos.metrics.since(project.id, iso(new Date(from)));
     return { period, from: iso(new Date(from)), to: iso(new Date(now)), step_sec: stepMs / 1000, memory_limit_bytes: minutes.at(-1)?.memory_limit_bytes ?? null, points: bucket(minutes, stepMs) };
   }
 }

@@ -1,7 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
-import { iso } from '../../domain/clock.js';
-import type { Deps } from '../deps.js';
-import type { MetricsMinute } from '../../store/repositories/index.js';
+import { iso, type Clock } from '../../domain/clock.js';
+import type { MetricsMinute, Repositories } from '../../store/repositories/index.js';
 
 /** uptime status as a number: 1 up, 0 down; unknown and paused monitors are left out */
 const UP: Readonly<Record<string, number | undefined>> = { up: 1, down: 0 };
@@ -15,11 +14,11 @@ type Labels = Record<(typeof labelNames)[number], string>;
  * status of enabled monitors. Read from the store at each scrape (each gauge on its own: the
  * registry collects them concurrently), so every replica answers the same.
  */
-export function registerProjectGauges(metrics: Registry, deps: Pick<Deps, 'store' | 'clock'>): void {
+export function registerProjectGauges(metrics: Registry, repos: Pick<Repositories, 'projects' | 'metrics' | 'uptime'>, clock: Clock): void {
   /** every project's newest minute, by its labels */
   const read = async (): Promise<[Labels, MetricsMinute][]> => {
-    const projects = await deps.store.repos.projects.labels();
-    const minutes = await deps.store.repos.metrics.latest(iso(new Date(deps.clock.now().getTime() - 3 * 60_000)));
+    const projects = await repos.projects.labels();
+    const minutes = await repos.metrics.latest(iso(new Date(clock.now().getTime() - 3 * 60_000)));
     return projects.flatMap((p) => {
       const m = minutes.get(p.id);
       return m === undefined ? [] : [[{ workspace: p.workspace, project: p.project }, m] as [Labels, MetricsMinute]];
@@ -63,7 +62,7 @@ export function registerProjectGauges(metrics: Registry, deps: Pick<Deps, 'store
     registers: [metrics],
     async collect() {
       this.reset();
-      for (const m of await deps.store.repos.uptime.enabled()) {
+      for (const m of await repos.uptime.enabled()) {
         const value = UP[m.status];
         if (value !== undefined) this.set({ workspace: m.workspace_slug, project: m.slug }, value);
       }

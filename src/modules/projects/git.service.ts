@@ -1,9 +1,9 @@
-import { iso } from '../../domain/clock.js';
-import { conflict, notFound } from '../../domain/errors.js';
-import type { Deps } from '../deps.js';
-import { checkConnectionInstallation } from '../github/installations.js';
-import { isUniqueViolation } from '../../store/dialects.js';
-import type { GitConnectionsTable } from '../../store/schema.js';
+import { iso, type Clock, type Random } from '../../domain/clock.js';
+import { notFound } from '../../domain/errors.js';
+import { checkConnectionInstallation, type GitHubIntegration } from '../github/installations.js';
+import type { GitConnectionRow, Repositories } from '../../store/repositories/index.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { ProjectPolicy } from './policy.js';
 import type { Access } from '../../domain/access.js';
 import { resolveProject, type ProjectRef } from './resolve.js';
 import type { GitConnection } from './projects.schema.js';
@@ -40,16 +40,24 @@ export const GIT_DEFAULTS = { branch: 'main', installation_id: 0, auto_deploy: t
 
 /** The Git connection of a project: one per project, shown on the project record. */
 export class GitService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly repos: Pick<Repositories, 'projects' | 'gitConnections' | 'installations'>,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    private readonly secrets: Pick<SecretBox, 'seal' | 'tryOpen'>,
+    private readonly policy: Pick<ProjectPolicy, 'publicUrl'>,
+    /** the GitHub App (`--github-app-*`), asked whether an installation covers a repository */
+    private readonly github: GitHubIntegration | undefined,
+  ) {}
 
   async connect(access: Access, projectSlug: ProjectRef, input: GitInput): Promise<NewGitConnection> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const project = await resolveProject(this.repos, access, projectSlug);
     // an installation of this workspace's only, covering the repository (item 3 of issue 9)
-    await checkConnectionInstallation(this.deps, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
-    const now = iso(this.deps.clock.now());
-    const webhookId = this.deps.random.bytes(16).toString('hex');
+    await checkConnectionInstallation(this.repos, this.github, access, input.installation_id ?? GIT_DEFAULTS.installation_id, input.repo_full_name, true);
+    const now = iso(this.clock.now());
+    const webhookId = this.random.bytes(16).toString('hex');
     const secret = this.newWebhookSecret();
-    const row: GitConnectionsTable = {
+    const row: GitConnectionRow = {
       project_id: project.id,
       repo_full_name: input.repo_full_name,
       branch: input.branch ?? GIT_DEFAULTS.branch,
@@ -60,23 +68,19 @@ export class GitService {
       created_at: now,
       updated_at: now,
       webhook_id: webhookId,
-      webhook_secret: this.deps.secrets.seal(secret, webhookSecretContext(project.id, webhookId)),
+      webhook_secret: this.secrets.seal(secret, webhookSecretContext(project.id, webhookId)),
     };
-    try {
-      await this.deps.store.repos.gitConnections.insert(row);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict('This project is already connected to a repository; update or remove that connection first.');
-      throw err;
-    }
-    return { ...gitView(row, this.deps.platform), webhook_secret: secret };
+    // a project connected already: 409 from the repository
+    await this.repos.gitConnections.insert(row);
+    return { ...gitView(row, this.policy), webhook_secret: secret };
   }
 
   async update(access: Access, projectSlug: ProjectRef, patch: GitPatch): Promise<GitConnection> {
-    const { repos } = this.deps.store;
+    const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
-    const next: GitConnectionsTable = {
+    const next: GitConnectionRow = {
       ...row,
       ...(patch.repo_full_name === undefined ? {} : { repo_full_name: patch.repo_full_name }),
       ...(patch.branch === undefined ? {} : { branch: patch.branch }),
@@ -84,25 +88,25 @@ export class GitService {
       ...(patch.auto_deploy === undefined ? {} : { auto_deploy: patch.auto_deploy ? 1 : 0 }),
       ...(patch.dockerfile_path === undefined ? {} : { dockerfile_path: patch.dockerfile_path }),
       ...(patch.root_dir === undefined ? {} : { root_dir: normalizeDir(patch.root_dir) }),
-      updated_at: iso(this.deps.clock.now()),
+      updated_at: iso(this.clock.now()),
     };
     // The installation must be linked to this workspace; GitHub is asked again whether it covers
     // the repository when either of them changes.
     const changesSource = patch.installation_id !== undefined || patch.repo_full_name !== undefined;
-    await checkConnectionInstallation(this.deps, access, Number(next.installation_id), next.repo_full_name, changesSource);
+    await checkConnectionInstallation(this.repos, this.github, access, Number(next.installation_id), next.repo_full_name, changesSource);
     // The webhook id and secret are not written back: a rotation meanwhile must stand.
     const { project_id: _id, created_at: _created, webhook_id: _hook, webhook_secret: _secret, ...changes } = next;
     await repos.gitConnections.update(project.id, changes);
-    return gitView(next, this.deps.platform);
+    return gitView(next, this.policy);
   }
 
   async disconnect(access: Access, projectSlug: ProjectRef): Promise<GitConnection> {
-    const { repos } = this.deps.store;
+    const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
     await repos.gitConnections.delete(project.id);
-    return gitView(row, this.deps.platform);
+    return gitView(row, this.policy);
   }
 
   /**
@@ -111,15 +115,15 @@ export class GitService {
    * id, if it somehow has none) here.
    */
   async rotateWebhookSecret(access: Access, projectSlug: ProjectRef): Promise<RotatedWebhookSecret> {
-    const { repos } = this.deps.store;
+    const { repos } = this;
     const project = await resolveProject(repos, access, projectSlug);
     const row = await repos.gitConnections.of(project.id);
     if (row === undefined) throw notFound('Git connection');
-    const webhookId = row.webhook_id ?? this.deps.random.bytes(16).toString('hex');
+    const webhookId = row.webhook_id ?? this.random.bytes(16).toString('hex');
     const secret = this.newWebhookSecret();
-    const sealedSecret = this.deps.secrets.seal(secret, webhookSecretContext(project.id, webhookId));
-    if (!(await repos.gitConnections.setWebhook(project.id, { id: webhookId, sealedSecret, at: iso(this.deps.clock.now()) }))) throw notFound('Git connection');
-    return { webhook_url: webhookUrl(webhookId, this.deps.platform) ?? '', webhook_secret: secret };
+    const sealedSecret = this.secrets.seal(secret, webhookSecretContext(project.id, webhookId));
+    if (!(await repos.gitConnections.setWebhook(project.id, { id: webhookId, sealedSecret, at: iso(this.clock.now()) }))) throw notFound('Git connection');
+    return { webhook_url: webhookUrl(webhookId, this.policy) ?? '', webhook_secret: secret };
   }
 
   /**
@@ -128,9 +132,9 @@ export class GitService {
    * this installation's key cannot open it (`unreadable`).
    */
   async webhookReceiver(webhookId: string): Promise<WebhookReceiver | null> {
-    const row = await this.deps.store.repos.gitConnections.byWebhookId(webhookId);
+    const row = await this.repos.gitConnections.byWebhookId(webhookId);
     if (row?.webhook_id == null) return null;
-    const secret = row.webhook_secret === null ? null : this.deps.secrets.tryOpen(row.webhook_secret, webhookSecretContext(row.project_id, row.webhook_id));
+    const secret = row.webhook_secret === null ? null : this.secrets.tryOpen(row.webhook_secret, webhookSecretContext(row.project_id, row.webhook_id));
     return {
       projectId: row.project_id,
       webhookId: row.webhook_id,
@@ -144,7 +148,7 @@ export class GitService {
 
   /** 32 random bytes in hex: what GitHub's webhook form takes as its secret. */
   private newWebhookSecret(): string {
-    return this.deps.random.bytes(32).toString('hex');
+    return this.random.bytes(32).toString('hex');
   }
 }
 

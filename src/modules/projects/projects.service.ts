@@ -1,14 +1,15 @@
-import { iso } from '../../domain/clock.js';
-import { conflict, invalid, notFound } from '../../domain/errors.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
+import { conflict, Duplicate, invalid, notFound } from '../../domain/errors.js';
+import type { LogStore } from '../../domain/logs.js';
 import type { Engine } from '../../domain/ports.js';
 import { slugify } from '../../domain/slug.js';
-import type { Deps } from '../deps.js';
-import { isUniqueViolation } from '../../store/dialects.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Access } from '../../domain/access.js';
 import type { Late } from '../../domain/late.js';
 import type { Repositories } from '../../store/repositories/index.js';
-import { holdMemoryRoom, holdProjectRoom } from '../tenancy/policy.js';
+import type { StoreOf } from '../../store/db.js';
+import { holdMemoryRoom, holdProjectRoom, type TenantLimits } from '../tenancy/policy.js';
+import type { ProjectPolicy } from './policy.js';
 import { projectReservationMb } from '../../store/repositories/capacity.js';
 import { canonical, CPU_BOUNDS, formatAge, formatBytes, formatMillicores, inBounds, millicores, RAM_BOUNDS, ramBytes } from './resources.js';
 import { defaultDomain, defaultHostLabel, resolveProject, type ProjectRef } from './resolve.js';
@@ -25,6 +26,9 @@ export interface ProjectInput {
 
 export type ProjectPatch = Partial<ProjectInput>;
 
+/** What a template instance writes in the transaction that creates its project (its variables and database). */
+export type InstanceTables = 'env' | 'databases' | 'capacity';
+
 export const PROJECT_DEFAULTS = { port: 8080, replicas: 1, cpu: CPU_BOUNDS.def, ram: RAM_BOUNDS.def } as const;
 
 /** cpu and ram arrive as decimal strings; the schema checks the form, this the range. */
@@ -37,9 +41,17 @@ function checkSizes(input: { cpu?: string | undefined; ram?: string | undefined 
   }
 }
 
+/** The project's own row was refused as a duplicate (not a database or variable of an instance): which name, is read after the rollback. */
+class NameTaken extends Error {}
+
 export class ProjectService {
   constructor(
-    private readonly deps: Deps,
+    private readonly store: StoreOf<'projects' | 'gitConnections' | 'deployments' | InstanceTables>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly policy: ProjectPolicy,
+    private readonly limits: TenantLimits,
+    private readonly logs: Pick<LogStore, 'deleteProject'>,
     private readonly engine: Late<Pick<Engine, 'pods' | 'routesChanged'>>,
     /** scaling up is paid work (docs/billing.md#payment-required) */
     private readonly funds: { requireFunds(workspaceId: string): Promise<void> } = { requireFunds: () => Promise.resolve() },
@@ -47,7 +59,7 @@ export class ProjectService {
 
   async create(access: Access, input: ProjectInput): Promise<Project> {
     const row = await this.insert(access, input, { kind: 'project', template_name: null, volumes: null, command: null, health_path: null });
-    return projectView(row, access.workspace.slug, this.deps.platform, undefined);
+    return projectView(row, access.workspace.slug, this.policy, undefined);
   }
 
   /**
@@ -59,7 +71,7 @@ export class ProjectService {
     access: Access,
     input: ProjectInput,
     kind: Pick<ProjectRecord, 'kind' | 'template_name' | 'volumes' | 'command' | 'health_path'>,
-    also?: (tx: Repositories, row: ProjectRecord) => Promise<void>,
+    also?: (tx: Pick<Repositories, InstanceTables>, row: ProjectRecord) => Promise<void>,
   ): Promise<ProjectRecord> {
     checkSizes(input);
     const slug = slugify(input.name);
@@ -69,9 +81,9 @@ export class ProjectService {
     if (slug.length > room) {
       throw invalid(`"name" is too long: its slug "${slug}" must have at most ${room.toString()} characters in this workspace, to fit the default domain.`);
     }
-    const now = iso(this.deps.clock.now());
+    const now = iso(this.clock.now());
     const row: ProjectRecord = {
-      id: this.deps.ids.id(),
+      id: this.ids.id(),
       workspace_id: access.workspace.id,
       name: input.name,
       slug,
@@ -87,13 +99,16 @@ export class ProjectService {
     };
     try {
       // `--max-projects-per-workspace` (instances count too): counted and inserted in one transaction
-      await this.deps.store.transaction(async (tx) => {
-        await holdProjectRoom(this.deps, tx, access.workspace.id);
-        await tx.projects.insert(row);
+      await this.store.transaction(async (tx) => {
+        await holdProjectRoom(this.limits, tx, access.workspace.id);
+        await tx.projects.insert(row).catch((err: unknown) => {
+          throw err instanceof Duplicate ? new NameTaken() : err;
+        });
         await also?.(tx, row);
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw await this.takenName(access, row);
+      // read after the rollback: PostgreSQL answers nothing more inside a failed transaction
+      if (err instanceof NameTaken) throw await this.takenName(access, row);
       throw err;
     }
     return row;
@@ -105,30 +120,30 @@ export class ProjectService {
    * names neither the workspace nor the project that holds the host.
    */
   private async takenName(access: Access, row: ProjectRecord): Promise<Error> {
-    const same = await this.deps.store.repos.projects.inWorkspace(access.workspace.id, row.slug);
+    const same = await this.store.repos.projects.inWorkspace(access.workspace.id, row.slug);
     if (same !== undefined) return conflict(`A ${same.kind === 'template' ? 'template instance' : 'project'} with slug "${row.slug}" already exists in this workspace.`);
-    return conflict(`The default domain "${defaultDomain(row, this.deps.platform.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
+    return conflict(`The default domain "${defaultDomain(row, this.policy.appsDomain)}" of this project is already taken by another project on this platform; choose another project name.`);
   }
 
   async list(access: Access): Promise<Project[]> {
-    const { projects, gitConnections } = this.deps.store.repos;
+    const { projects, gitConnections } = this.store.repos;
     const rows = await projects.list(access.workspace.id);
     const gits = await gitConnections.ofProjects(rows.map((r) => r.id));
     const byProject = new Map(gits.map((g) => [g.project_id, g]));
-    return rows.map((r) => projectView(r, access.workspace.slug, this.deps.platform, byProject.get(r.id)));
+    return rows.map((r) => projectView(r, access.workspace.slug, this.policy, byProject.get(r.id)));
   }
 
   async get(access: Access, projectSlug: ProjectRef): Promise<Project> {
-    if (typeof projectSlug !== 'string') return this.view(access, await resolveProject(this.deps.store.repos, access, projectSlug));
-    const found = await this.deps.store.repos.projects.inWorkspaceWithGit(access.workspace.id, projectSlug);
+    if (typeof projectSlug !== 'string') return this.view(access, await resolveProject(this.store.repos, access, projectSlug));
+    const found = await this.store.repos.projects.inWorkspaceWithGit(access.workspace.id, projectSlug);
     if (found?.project.kind !== 'project') throw notFound('Project');
-    return projectView(found.project, access.workspace.slug, this.deps.platform, found.git);
+    return projectView(found.project, access.workspace.slug, this.policy, found.git);
   }
 
   /** The slug stays when the name changes: it is the project's address in URLs and hosts. */
   async update(access: Access, projectSlug: ProjectRef, patch: ProjectPatch): Promise<Project> {
     checkSizes(patch);
-    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const row = await resolveProject(this.store.repos, access, projectSlug);
     const next: ProjectRecord = {
       ...row,
       ...(patch.name === undefined ? {} : { name: patch.name }),
@@ -136,16 +151,16 @@ export class ProjectService {
       ...(patch.replicas === undefined ? {} : { replicas: patch.replicas }),
       ...(patch.cpu === undefined ? {} : { cpu: canonical(patch.cpu) }),
       ...(patch.ram === undefined ? {} : { ram: canonical(patch.ram) }),
-      updated_at: iso(this.deps.clock.now()),
+      updated_at: iso(this.clock.now()),
     };
     // More replicas, vCPU or memory cost more every minute: not without credit (nothing is saved then).
     const grows = next.replicas > row.replicas || Number(next.cpu) > Number(row.cpu) || Number(next.ram) > Number(row.ram);
     if (grows) await this.funds.requireFunds(row.workspace_id);
     // A project that serves takes its new size at once: not past what the installation may reserve (409, nothing saved).
-    if (grows && (await this.deps.store.repos.deployments.serving(row.id)) !== undefined) {
-      await holdMemoryRoom(this.deps, this.deps.store.repos, row.id, projectReservationMb(next));
+    if (grows && (await this.store.repos.deployments.serving(row.id)) !== undefined) {
+      await holdMemoryRoom(this.limits, this.store.repos, row.id, projectReservationMb(next));
     }
-    await this.deps.store.repos.projects.update(row.id, { name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at });
+    await this.store.repos.projects.update(row.id, { name: next.name, port: next.port, replicas: next.replicas, cpu: next.cpu, ram: next.ram, updated_at: next.updated_at });
     return this.view(access, next);
   }
 
@@ -156,10 +171,10 @@ export class ProjectService {
    * workspace's retention; nothing reads them, since a new project gets a new id.
    */
   async delete(access: Access, projectSlug: ProjectRef, logsLeft: (err: unknown) => void = () => undefined): Promise<Project> {
-    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
+    const row = await resolveProject(this.store.repos, access, projectSlug);
     const view = await this.view(access, row);
-    await this.deps.store.repos.projects.delete(row.id);
-    await this.deps.logs.deleteProject(row.id).catch(logsLeft);
+    await this.store.repos.projects.delete(row.id);
+    await this.logs.deleteProject(row.id).catch(logsLeft);
     // Its hosts stop being routed now, not at the reconciler's next pass: a host it frees may be
     // claimed by another project at once. (Its containers go as orphans in that pass.) A router
     // that refuses the change is logged by the engine, and its reconciler converges.
@@ -169,11 +184,11 @@ export class ProjectService {
 
   /** The status view: the serving deployment's containers and their use, read from the engine. */
   async status(access: Access, projectSlug: ProjectRef): Promise<ProjectStatus> {
-    const row = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const latest = await this.deps.store.repos.deployments.latest(row.id);
-    const serving = await this.deps.store.repos.deployments.serving(row.id);
+    const row = await resolveProject(this.store.repos, access, projectSlug);
+    const latest = await this.store.repos.deployments.latest(row.id);
+    const serving = await this.store.repos.deployments.serving(row.id);
     const pods = serving === undefined ? [] : await this.engine.get().pods(row.id, serving.id);
-    const now = this.deps.clock.now().getTime();
+    const now = this.clock.now().getTime();
     return {
       project: { slug: row.slug, status: row.status },
       pods: {
@@ -190,7 +205,7 @@ export class ProjectService {
   }
 
   private async view(access: Access, row: ProjectRecord): Promise<Project> {
-    const git = await this.deps.store.repos.gitConnections.of(row.id);
-    return projectView(row, access.workspace.slug, this.deps.platform, git);
+    const git = await this.store.repos.gitConnections.of(row.id);
+    return projectView(row, access.workspace.slug, this.policy, git);
   }
 }

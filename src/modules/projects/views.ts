@@ -1,15 +1,15 @@
-import type { Platform } from '../deps.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { GitConnectionsTable } from '../../store/schema.js';
+import type { GitConnectionRow } from '../../store/repositories/index.js';
+import type { ProjectPolicy } from './policy.js';
 import { toNumber } from '../../store/dialects.js';
 import type { GitConnection, Project } from './projects.schema.js';
 import { defaultDomain, defaultUrl } from './resolve.js';
 
 /** `POST /api/webhooks/github/<id>`, under --public-url when it is set, else the path alone. */
-export const webhookUrl = (webhookId: string | null, platform: Pick<Platform, 'publicUrl'>): string | null =>
-  webhookId === null ? null : `${(platform.publicUrl ?? '').replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
+export const webhookUrl = (webhookId: string | null, policy: Pick<ProjectPolicy, 'publicUrl'>): string | null =>
+  webhookId === null ? null : `${policy.publicUrl.replace(/\/+$/, '')}/api/webhooks/github/${webhookId}`;
 
-export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publicUrl'>): GitConnection => ({
+export const gitView = (row: GitConnectionRow, policy: Pick<ProjectPolicy, 'publicUrl'>): GitConnection => ({
   repo_full_name: row.repo_full_name,
   branch: row.branch,
   installation_id: toNumber(row.installation_id),
@@ -18,11 +18,11 @@ export const gitView = (row: GitConnectionsTable, platform: Pick<Platform, 'publ
   root_dir: row.root_dir,
   created_at: row.created_at,
   updated_at: row.updated_at,
-  webhook_url: webhookUrl(row.webhook_id, platform),
+  webhook_url: webhookUrl(row.webhook_id, policy),
 });
 
-export function projectView(row: ProjectRecord, _workspaceSlug: string, platform: Platform, git: GitConnectionsTable | undefined): Project {
-  const domain = defaultDomain(row, platform.appsDomain);
+export function projectView(row: ProjectRecord, _workspaceSlug: string, policy: ProjectPolicy, git: GitConnectionRow | undefined): Project {
+  const domain = defaultDomain(row, policy.appsDomain);
   return {
     id: row.id,
     name: row.name,
@@ -33,8 +33,8 @@ export function projectView(row: ProjectRecord, _workspaceSlug: string, platform
     cpu: row.cpu,
     ram: row.ram,
     default_domain: domain,
-    url: defaultUrl(domain, platform.routerPort),
-    git: git === undefined ? null : gitView(git, platform),
+    url: defaultUrl(domain, policy.routerPort),
+    git: git === undefined ? null : gitView(git, policy),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -1,10 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { WalletService } from '../billing/wallet.service.js';
 import type { DatabaseService } from '../databases/databases.service.js';
 import { generatePassword, type DatabaseType } from '../../domain/database.js';
 import { conflict, invalid, notFound } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { Deps } from '../deps.js';
+import { uuidv4, type Random } from '../../domain/clock.js';
+import type { StoreOf } from '../../store/db.js';
+import type { ProjectPolicy } from '../projects/policy.js';
 import type { DeployService } from '../deployments/deploy.service.js';
 import type { EnvService } from '../env/env.service.js';
 import type { GitService } from '../projects/git.service.js';
@@ -13,19 +14,10 @@ import { resolveProject, templateRef } from '../projects/resolve.js';
 import type { Deployment } from '../deployments/deployments.schema.js';
 import { projectView } from '../projects/views.js';
 import type { Access } from '../../domain/access.js';
-import { Catalog, GENERATOR, publicView, SHIPPED_CATALOG, TEMPLATE_DB_REF, type CatalogEntry, type CatalogView } from './catalog.js';
+import { GENERATOR, publicView, TEMPLATE_DB_REF, type Catalog, type CatalogEntry, type CatalogView } from './catalog.js';
 import type { NewTemplateInstance, TemplateInstance } from './templates.schema.js';
 
 export type DeployMode = 'image' | 'build';
-
-let shipped: Catalog | null = null;
-
-/** The catalog in force: the platform's, or the shipped one (read once). */
-export function catalogOf(deps: Pick<Deps, 'platform'>): Catalog {
-  if (deps.platform.templates !== undefined) return deps.platform.templates;
-  shipped ??= Catalog.load([SHIPPED_CATALOG]);
-  return shipped;
-}
 
 /**
  * Template instances (docs/templates.md): a catalog entry made into a project of kind
@@ -36,7 +28,11 @@ export function catalogOf(deps: Pick<Deps, 'platform'>): Catalog {
  */
 export class TemplateService {
   constructor(
-    private readonly deps: Deps,
+    private readonly store: StoreOf<'projects' | 'gitConnections' | 'databases'>,
+    private readonly random: Random,
+    /** the catalog in force: the shipped one and `--template-catalog`'s entries */
+    private readonly catalog: Catalog,
+    private readonly hosts: Pick<ProjectPolicy, 'appsDomain' | 'routerPort' | 'publicUrl'>,
     private readonly wallets: WalletService,
     private readonly projects: ProjectService,
     private readonly envVars: EnvService,
@@ -44,10 +40,6 @@ export class TemplateService {
     private readonly deploys: DeployService,
     private readonly git: GitService,
   ) {}
-
-  private get catalog(): Catalog {
-    return catalogOf(this.deps);
-  }
 
   available(): CatalogView[] {
     return this.catalog.entries().map(publicView);
@@ -78,11 +70,8 @@ export class TemplateService {
       async (tx, project) => {
         if (database !== null) {
           database.row.owner_project_id = project.id;
-          try {
-            await this.databases.insert(tx, database.row);
-          } catch (err) {
-            throw this.databases.taken(err, database.row);
-          }
+          // a slug the workspace has already: 409 from the repository
+          await this.databases.insert(tx, database.row);
         }
         await this.envVars.insertInitial(tx, project.id, initial);
       },
@@ -97,7 +86,7 @@ export class TemplateService {
    * resolved at each deploy.
    */
   private initialEnv(entry: CatalogEntry, databaseSlug: string | null): { key: string; value: string; secret: boolean }[] {
-    const bytes = (n: number): Buffer => this.deps.random.bytes(n);
+    const bytes = (n: number): Buffer => this.random.bytes(n);
     return Object.entries(entry.env).map(([key, template]) => {
       const generated = template.search(GENERATOR) !== -1;
       const value = template
@@ -106,7 +95,7 @@ export class TemplateService {
           if (kind === 'password') return generatePassword(bytes, size);
           if (kind === 'hex') return bytes(size).toString('hex');
           if (kind === 'base64') return bytes(size).toString('base64');
-          return randomUUID();
+          return uuidv4(this.random);
         })
         .replace(TEMPLATE_DB_REF, (_m, _type: DatabaseType, field: string) => `\${{databases.${databaseSlug ?? ''}.${field}}}`);
       // generated values are secrets; a database reference is kept as written (the password is only put in at deploy time)
@@ -115,12 +104,12 @@ export class TemplateService {
   }
 
   async list(access: Access): Promise<TemplateInstance[]> {
-    const rows = await this.deps.store.repos.projects.list(access.workspace.id, 'template');
+    const rows = await this.store.repos.projects.list(access.workspace.id, 'template');
     return Promise.all(rows.map(async (r) => this.view(r, await this.ownedDatabases(r.id))));
   }
 
   async get(access: Access, slug: string): Promise<TemplateInstance> {
-    const row = await resolveProject(this.deps.store.repos, access, templateRef(slug));
+    const row = await resolveProject(this.store.repos, access, templateRef(slug));
     return this.view(row, await this.ownedDatabases(row.id));
   }
 
@@ -139,9 +128,9 @@ export class TemplateService {
    */
   async delete(access: Access, slug: string, logsLeft: (err: unknown) => void): Promise<TemplateInstance> {
     const ref = templateRef(slug);
-    const row = await resolveProject(this.deps.store.repos, access, ref);
+    const row = await resolveProject(this.store.repos, access, ref);
     const view = this.view(row, await this.ownedDatabases(row.id));
-    await this.deps.store.transaction((tx) => this.databases.deleteOwnedBy(tx, row.id));
+    await this.store.transaction((tx) => this.databases.deleteOwnedBy(tx, row.id));
     this.databases.wake();
     await this.projects.delete(access, ref, logsLeft);
     return view;
@@ -154,7 +143,7 @@ export class TemplateService {
    */
   async deploy(access: Access, slug: string, mode: DeployMode): Promise<Deployment> {
     const ref = templateRef(slug);
-    const row = await resolveProject(this.deps.store.repos, access, ref);
+    const row = await resolveProject(this.store.repos, access, ref);
     const entry = this.catalog.get(row.template_name ?? '');
     if (entry === undefined) throw conflict(`The template "${row.template_name ?? ''}" of this instance is no longer in the catalog; it cannot be deployed again (its running deployment, if any, goes on).`);
     const values = new Map((await this.envVars.list(access, ref)).map((v) => [v.key, v]));
@@ -166,7 +155,7 @@ export class TemplateService {
     if (mode === 'image') return this.deploys.deployImage(access, ref, entry.image);
     const repo = repoOf(entry.source);
     const wanted = { repo_full_name: repo, branch: entry.build?.branch ?? 'main', dockerfile_path: entry.build?.dockerfile ?? 'Dockerfile', root_dir: entry.build?.root_dir ?? '', auto_deploy: false };
-    const current = await this.deps.store.repos.gitConnections.of(row.id);
+    const current = await this.store.repos.gitConnections.of(row.id);
     if (current === undefined) await this.git.connect(access, ref, wanted);
     else await this.git.update(access, ref, wanted);
     return this.deploys.deploy(access, ref, {});
@@ -178,11 +167,11 @@ export class TemplateService {
   }
 
   private async ownedDatabases(projectId: string): Promise<string[]> {
-    return (await this.deps.store.repos.databases.ownedBy(projectId)).map((d) => d.slug);
+    return (await this.store.repos.databases.ownedBy(projectId)).map((d) => d.slug);
   }
 
   private view(row: ProjectRecord, databases: string[]): TemplateInstance {
-    const p = projectView(row, '', this.deps.platform, undefined);
+    const p = projectView(row, '', this.hosts, undefined);
     return {
       id: p.id,
       name: p.name,

@@ -1,13 +1,13 @@
-import { addDays, iso } from '../../domain/clock.js';
-import { AppError, conflict, forbidden, notFound, unauthorized } from '../../domain/errors.js';
+import { addDays, iso, type Clock, type IdSource, type Random } from '../../domain/clock.js';
+import { AppError, conflict, Duplicate, forbidden, notFound, unauthorized } from '../../domain/errors.js';
 import { INVITATION_TOKEN_PATTERN, newInvitationToken, sha256Hex } from '../../domain/keys.js';
 import type { Role } from '../../domain/roles.js';
-import { MailSendError, type MailMessage } from '../../adapters/notify/mailer.js';
-import { isUniqueViolation } from '../../store/dialects.js';
+import { MailSendError, type Mailer, type MailMessage } from '../../adapters/notify/mailer.js';
+import type { StoreOf } from '../../store/db.js';
 import type { ApiKeyService } from './api-keys.service.js';
 import { DEFAULT_KEY_DAYS } from './api-keys.service.js';
 import type { Access, Caller, UserRecord, WorkspaceRecord } from '../../domain/access.js';
-import type { Deps } from '../deps.js';
+import type { InvitationPolicy } from './policy.js';
 import { createNewUser, normalizeEmail } from './users.js';
 import type { AcceptedInvitation, CreatedInvitation, Invitation } from './invitations.schema.js';
 import { invitationView, workspaceView } from './views.js';
@@ -21,8 +21,14 @@ const UNDELIVERABLE =
 
 export class InvitationService {
   constructor(
-    private readonly deps: Deps,
+    private readonly store: StoreOf<'invitations' | 'members' | 'users' | 'workspaces' | 'apiKeys'>,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    private readonly ids: IdSource,
+    private readonly policy: InvitationPolicy,
     private readonly keys: ApiKeyService,
+    /** outgoing e-mail (`--smtp-url`); absent: the token is handed back, or invitations are refused */
+    private readonly mailer: Mailer | undefined,
   ) {}
 
   /**
@@ -32,13 +38,13 @@ export class InvitationService {
    */
   async create(access: Access, input: { email: string; role: Role }): Promise<CreatedInvitation> {
     if (input.role === 'owner' && access.role !== 'owner') throw forbidden('Only an owner can invite an owner.');
-    const { mailer } = this.deps;
-    if (mailer === undefined && this.deps.platform.invitationTokenInResponse === false) throw conflict(UNDELIVERABLE);
+    const { mailer } = this;
+    if (mailer === undefined && !this.policy.tokenInResponse) throw conflict(UNDELIVERABLE);
     const email = normalizeEmail(input.email);
-    const now = this.deps.clock.now();
-    const token = newInvitationToken(this.deps.random);
+    const now = this.clock.now();
+    const token = newInvitationToken(this.random);
     const row = {
-      id: this.deps.ids.id(),
+      id: this.ids.id(),
       workspace_id: access.workspace.id,
       email,
       role: input.role,
@@ -51,7 +57,7 @@ export class InvitationService {
       // Redeeming an e-mailed token proves the address; one handed back here proves nothing.
       emailed: mailer === undefined ? 0 : 1,
     };
-    await this.deps.store.transaction(async (tx) => {
+    await this.store.transaction(async (tx) => {
       if (await tx.members.hasEmail(access.workspace.id, email)) throw conflict(`${email} is already a member of this workspace (or has a pending membership of it).`);
       if (await tx.invitations.hasPending(access.workspace.id, email, iso(now))) {
         throw conflict(`${email} already has a pending invitation to this workspace.`);
@@ -63,9 +69,9 @@ export class InvitationService {
     // Sent after the commit, never inside the transaction: SMTP may take seconds, and SQLite's
     // one writer would wait for it. The token is unknown to anyone until the server takes it.
     try {
-      await mailer.send(invitationMail({ to: email, token, role: input.role, workspace: access.workspace, inviter: access.caller.user, expiresAt: row.expires_at, apiUrl: this.deps.platform.publicUrl }));
+      await mailer.send(invitationMail({ to: email, token, role: input.role, workspace: access.workspace, inviter: access.caller.user, expiresAt: row.expires_at, apiUrl: this.policy.publicUrl }));
     } catch (err) {
-      await this.deps.store.repos.invitations.delete(row.id);
+      await this.store.repos.invitations.delete(row.id);
       if (!(err instanceof MailSendError)) throw err;
       throw new AppError(
         'BAD_GATEWAY',
@@ -76,17 +82,17 @@ export class InvitationService {
   }
 
   async list(access: Access): Promise<Invitation[]> {
-    const rows = await this.deps.store.repos.invitations.list(access.workspace.id);
-    const now = this.deps.clock.now();
+    const rows = await this.store.repos.invitations.list(access.workspace.id);
+    const now = this.clock.now();
     return rows.map((r) => invitationView(r, now));
   }
 
   async revoke(access: Access, id: string): Promise<Invitation> {
-    const { invitations } = this.deps.store.repos;
+    const { invitations } = this.store.repos;
     const row = await invitations.find(access.workspace.id, id);
     if (row === undefined) throw gone();
     await invitations.delete(row.id);
-    return invitationView(row, this.deps.clock.now());
+    return invitationView(row, this.clock.now());
   }
 
   /**
@@ -102,9 +108,9 @@ export class InvitationService {
     // invited address already has an account: a stale key sent along never blocks a new user.
     const caller = presentedKey === undefined || presentedKey === '' ? null : await this.keys.authenticate(presentedKey).catch(refusal);
     const digest = sha256Hex(input.token);
-    const now = this.deps.clock.now();
+    const now = this.clock.now();
     try {
-      return await this.deps.store.transaction(async (tx) => {
+      return await this.store.transaction(async (tx) => {
         // Concurrent redemptions of one token queue on its row.
         const inv = await tx.invitations.lockByDigest(digest);
         if (inv?.status !== 'pending' || inv.expires_at <= iso(now)) throw gone();
@@ -115,7 +121,7 @@ export class InvitationService {
         // A token that travelled only by e-mail proves the address it was sent to; one handed
         // back in the inviter's response proves nothing (docs/security.md, "Made-up users").
         const proven = inv.emailed === 1;
-        const user = existing ?? (await createNewUser(this.deps, tx, { email: inv.email, name: input.name, verified: proven }));
+        const user = existing ?? (await createNewUser({ clock: this.clock, ids: this.ids }, tx, { email: inv.email, name: input.name, verified: proven }));
         const membership = await tx.members.find(inv.workspace_id, user.id);
         if (membership?.status === 'pending') {
           throw conflict(`You already have a pending membership of this workspace: accept it with POST /api/workspaces/${workspace.slug}/members/${user.id}/accept.`);
@@ -138,8 +144,8 @@ export class InvitationService {
       });
     } catch (err) {
       // The invited address got an account, or the user a membership, in a concurrent
-      // transaction (PostgreSQL reports it when this one writes).
-      if (isUniqueViolation(err)) throw conflict('The account or membership of this invitation changed at the same moment; send the request again.');
+      // transaction (PostgreSQL reports it when this one writes): the repository says which, this says what to do.
+      if (err instanceof Duplicate) throw conflict('The account or membership of this invitation changed at the same moment; send the request again.');
       throw err;
     }
   }

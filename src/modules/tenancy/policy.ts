@@ -1,5 +1,4 @@
 import { conflict, forbidden } from '../../domain/errors.js';
-import type { Deps } from '../deps.js';
 import type { Repositories } from '../../store/repositories/index.js';
 
 /**
@@ -24,7 +23,19 @@ export interface TenantLimits {
 
 export const DEFAULT_TENANT_LIMITS: TenantLimits = { maxWorkspacesPerUser: 10, maxProjectsPerWorkspace: 50, maxDatabasesPerWorkspace: 10, maxReservedMemoryMb: 0 };
 
-const limitsOf = (deps: Deps): TenantLimits => ({ ...DEFAULT_TENANT_LIMITS, ...deps.platform.limits });
+/** A new workspace's wallet (`--currency`, `--starting-credit`: minor units, for a verified owner's first workspace). */
+export interface StartingWallet {
+  currency: string;
+  credit: number;
+}
+
+/** How invitations travel (docs/decisions.md#invitations). */
+export interface InvitationPolicy {
+  /** without a mailer: whether the create response carries the token (`--invitation-token-in-response`) */
+  tokenInResponse: boolean;
+  /** `--public-url`: the API's address, named in the e-mail; empty: the e-mail asks the inviter for it */
+  publicUrl: string;
+}
 
 /**
  * Inside the transaction that creates a workspace for `userId`: refuses (403) when the user
@@ -34,8 +45,8 @@ const limitsOf = (deps: Deps): TenantLimits => ({ ...DEFAULT_TENANT_LIMITS, ...d
  * concurrent creations by one user count one after the other (SQLite has one writer anyway).
  * The caller records the creation in `workspace_creators` in the same transaction.
  */
-export async function holdWorkspaceRoom(deps: Deps, tx: Repositories, userId: string): Promise<void> {
-  const max = limitsOf(deps).maxWorkspacesPerUser;
+export async function holdWorkspaceRoom(limits: TenantLimits, tx: Pick<Repositories, 'workspaces'>, userId: string): Promise<void> {
+  const max = limits.maxWorkspacesPerUser;
   if (max === 0) return;
   const n = await tx.workspaces.lockAndCountCreatedBy(userId);
   if (n >= max) {
@@ -46,8 +57,8 @@ export async function holdWorkspaceRoom(deps: Deps, tx: Repositories, userId: st
 }
 
 /** Inside the transaction that creates a project: refuses (403) a workspace that holds as many as the limit allows. */
-export async function holdProjectRoom(deps: Deps, tx: Repositories, workspaceId: string): Promise<void> {
-  const max = limitsOf(deps).maxProjectsPerWorkspace;
+export async function holdProjectRoom(limits: TenantLimits, tx: Pick<Repositories, 'projects'>, workspaceId: string): Promise<void> {
+  const max = limits.maxProjectsPerWorkspace;
   if (max === 0) return;
   const n = await tx.projects.lockAndCountIn(workspaceId);
   if (n >= max) {
@@ -61,8 +72,8 @@ export async function holdProjectRoom(deps: Deps, tx: Repositories, workspaceId:
  * Inside the transaction that creates a database (directly, or a template instance's): refuses
  * (403) a workspace that holds as many databases as the limit allows, whatever made them.
  */
-export async function holdDatabaseRoom(deps: Deps, tx: Repositories, workspaceId: string): Promise<void> {
-  const max = limitsOf(deps).maxDatabasesPerWorkspace;
+export async function holdDatabaseRoom(limits: TenantLimits, tx: Pick<Repositories, 'databases'>, workspaceId: string): Promise<void> {
+  const max = limits.maxDatabasesPerWorkspace;
   if (max === 0) return;
   const n = await tx.databases.lockAndCountIn(workspaceId);
   if (n >= max) {
@@ -82,8 +93,8 @@ const formatMb = (mb: number): string => (mb >= 1024 ? `${String(Math.round((mb 
  * what all tenants' containers reserve on this installation past `--max-reserved-memory`. The
  * figure of the others is not shown: it is the sum of every tenant's work.
  */
-export async function holdMemoryRoom(deps: Deps, repos: Repositories, resourceId: string | null, needMb: number): Promise<void> {
-  const max = limitsOf(deps).maxReservedMemoryMb;
+export async function holdMemoryRoom(limits: TenantLimits, repos: Pick<Repositories, 'capacity'>, resourceId: string | null, needMb: number): Promise<void> {
+  const max = limits.maxReservedMemoryMb;
   if (max === 0 || needMb <= 0) return;
   const reserved = await repos.capacity.reservedMemoryMb(resourceId);
   if (reserved + needMb > max) {

@@ -1,7 +1,6 @@
 import type { Repositories } from '../../store/repositories/index.js';
-import { iso } from '../../domain/clock.js';
+import { iso, type Sources } from '../../domain/clock.js';
 import type { UserRecord } from '../../domain/access.js';
-import type { Deps } from '../deps.js';
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
@@ -12,18 +11,18 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
  * operator's are, unless `verified` is false.
  */
 export async function findOrCreateUser(
-  deps: Pick<Deps, 'ids' | 'clock'>,
+  sources: Pick<Sources, 'ids' | 'clock'>,
   repos: Pick<Repositories, 'users'>,
   email: string,
   name?: string,
   verified = true,
 ): Promise<UserRecord> {
   const normalized = normalizeEmail(email);
-  const now = iso(deps.clock.now());
+  const now = iso(sources.clock.now());
   // Insert-or-nothing, then read: two concurrent creations of one e-mail both end with the same
   // row instead of one failing on the unique index.
   await repos.users.insertUnlessEmailTaken({
-    id: deps.ids.id(),
+    id: sources.ids.id(),
     email: normalized,
     name: name ?? normalized.split('@')[0] ?? normalized,
     created_at: now,
@@ -37,19 +36,19 @@ export async function findOrCreateUser(
 /**
  * A new user for an e-mail that has none. Never returns an existing user: whoever creates an
  * account here may be handed its first key, so an address that is taken (even by a concurrent
- * transaction) fails with the store's unique violation instead (isUniqueViolation).
+ * transaction) fails with Duplicate (409) instead.
  * `verified`: the address is proven (an e-mailed token) or the operator made the user; false for
  * a user made from a token that was handed back in an API response (docs/security.md, "Made-up users").
  */
 export async function createNewUser(
-  deps: Pick<Deps, 'ids' | 'clock'>,
+  sources: Pick<Sources, 'ids' | 'clock'>,
   repos: Pick<Repositories, 'users'>,
   input: { email: string; name?: string | undefined; verified: boolean },
 ): Promise<UserRecord> {
   const normalized = normalizeEmail(input.email);
-  const now = iso(deps.clock.now());
+  const now = iso(sources.clock.now());
   const row: UserRecord = {
-    id: deps.ids.id(),
+    id: sources.ids.id(),
     email: normalized,
     name: input.name ?? normalized.split('@')[0] ?? normalized,
     created_at: now,

@@ -1,6 +1,5 @@
 import type { Role } from '../../domain/roles.js';
-import type { ApiKeysTable, WorkspacesTable } from '../../store/schema.js';
-import type { InvitationRow } from '../../store/repositories/index.js';
+import type { ApiKeyRow, InvitationRow, WorkspaceRow } from '../../store/repositories/index.js';
 import type { ApiKey } from './api-keys.schema.js';
 import type { Invitation } from './invitations.schema.js';
 import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
@@ -14,7 +13,7 @@ export function parseSettings(text: string): WorkspaceSettings {
   return { ...DEFAULT_SETTINGS, ...(JSON.parse(text) as Partial<WorkspaceSettings>) };
 }
 
-export function workspaceView(row: WorkspacesTable, role?: Role): Workspace {
+export function workspaceView(row: WorkspaceRow, role?: Role): Workspace {
   return {
     id: row.id,
     name: row.name,
@@ -27,7 +26,7 @@ export function workspaceView(row: WorkspacesTable, role?: Role): Workspace {
   };
 }
 
-export const apiKeyView = (row: ApiKeysTable): ApiKey => ({
+export const apiKeyView = (row: ApiKeyRow): ApiKey => ({
   id: row.id,
   name: row.name,
   key_prefix: row.key_prefix,

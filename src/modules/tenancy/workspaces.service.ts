@@ -1,11 +1,11 @@
-import { iso } from '../../domain/clock.js';
-import { conflict, forbidden, invalid } from '../../domain/errors.js';
+import { iso, type Clock, type IdSource, type Sources } from '../../domain/clock.js';
+import { forbidden, invalid } from '../../domain/errors.js';
+import type { LogStore } from '../../domain/logs.js';
 import { RESERVED_WORKSPACE_SLUGS } from '../../domain/slug.js';
-import { isUniqueViolation } from '../../store/dialects.js';
 import type { Repositories } from '../../store/repositories/index.js';
-import { holdWorkspaceRoom } from './policy.js';
+import type { StoreOf } from '../../store/db.js';
+import { holdWorkspaceRoom, type StartingWallet, type TenantLimits } from './policy.js';
 import type { Access, Caller, WorkspaceRecord } from '../../domain/access.js';
-import type { Deps } from '../deps.js';
 import { DEFAULT_SETTINGS, parseSettings, workspaceView } from './views.js';
 import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
 
@@ -14,19 +14,20 @@ import type { Workspace, WorkspaceSettings } from './workspaces.schema.js';
  * credit (when the owner is verified: docs/security.md, "Made-up users"), inside the caller's
  * transaction. The one way a workspace is made: the API, the bootstrap and the test fixtures
  * all come here. `countedFor`: the user whose `--max-workspaces-per-user` counts it (null: the
- * bootstrap, which is not limited).
+ * bootstrap, which is not limited). A slug that is taken fails with Duplicate (409).
  */
 export async function createWorkspace(
-  deps: Deps,
-  tx: Repositories,
+  sources: Pick<Sources, 'clock' | 'ids'>,
+  wallet: StartingWallet,
+  tx: Pick<Repositories, 'users' | 'workspaces'>,
   input: { name: string; slug: string; ownerId: string; countedFor: string | null },
 ): Promise<WorkspaceRecord> {
-  const now = iso(deps.clock.now());
+  const now = iso(sources.clock.now());
   // An unverified address earns no credit; the repository grants it once per user.
   const owner = await tx.users.byId(input.ownerId);
-  const credit = owner?.verified_at === null || owner === undefined ? 0 : deps.platform.startingCredit;
+  const credit = owner?.verified_at === null || owner === undefined ? 0 : wallet.credit;
   const workspace: WorkspaceRecord = {
-    id: deps.ids.id(),
+    id: sources.ids.id(),
     name: input.name,
     slug: input.slug,
     settings: JSON.stringify(DEFAULT_SETTINGS),
@@ -37,13 +38,20 @@ export async function createWorkspace(
     workspace,
     ownerId: input.ownerId,
     creatorId: input.countedFor,
-    wallet: { currency: deps.platform.currency, credit, ledgerId: deps.ids.id() },
+    wallet: { currency: wallet.currency, credit, ledgerId: sources.ids.id() },
   });
   return workspace;
 }
 
 export class WorkspaceService {
-  constructor(private readonly deps: Deps) {}
+  constructor(
+    private readonly store: StoreOf<'users' | 'workspaces'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly limits: TenantLimits,
+    private readonly wallet: StartingWallet,
+    private readonly logs: Pick<LogStore, 'deleteWorkspace'>,
+  ) {}
 
   /**
    * The creator becomes the workspace's owner, in the same transaction, unless their address is
@@ -54,22 +62,17 @@ export class WorkspaceService {
     if (RESERVED_WORKSPACE_SLUGS.has(input.slug)) {
       throw invalid(`The slug "${input.slug}" is reserved: /api/workspaces/${input.slug} is another route.`);
     }
-    let row: WorkspaceRecord;
-    try {
-      row = await this.deps.store.transaction(async (tx) => {
-        await requireVerified(tx, caller.user.id);
-        await holdWorkspaceRoom(this.deps, tx, caller.user.id);
-        return createWorkspace(this.deps, tx, { name: input.name, slug: input.slug, ownerId: caller.user.id, countedFor: caller.user.id });
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict(`A workspace with slug "${input.slug}" already exists.`);
-      throw err;
-    }
+    // a slug that is taken: 409 from the repository
+    const row = await this.store.transaction(async (tx) => {
+      await requireVerified(tx, caller.user.id);
+      await holdWorkspaceRoom(this.limits, tx, caller.user.id);
+      return createWorkspace({ clock: this.clock, ids: this.ids }, this.wallet, tx, { name: input.name, slug: input.slug, ownerId: caller.user.id, countedFor: caller.user.id });
+    });
     return workspaceView(row, 'owner');
   }
 
   async list(caller: Caller): Promise<Workspace[]> {
-    const rows = await this.deps.store.repos.workspaces.ofMember(caller.user.id);
+    const rows = await this.store.repos.workspaces.ofMember(caller.user.id);
     return rows.map(({ workspace, role }) => workspaceView(workspace, role));
   }
 
@@ -82,9 +85,9 @@ export class WorkspaceService {
     const patch = {
       name: input.name ?? access.workspace.name,
       settings: JSON.stringify(settings),
-      updated_at: iso(this.deps.clock.now()),
+      updated_at: iso(this.clock.now()),
     };
-    await this.deps.store.repos.workspaces.update(access.workspace.id, patch);
+    await this.store.repos.workspaces.update(access.workspace.id, patch);
     return workspaceView({ ...access.workspace, ...patch }, access.role);
   }
 
@@ -95,8 +98,8 @@ export class WorkspaceService {
    * next retention pass removes the logs of a workspace that is gone.
    */
   async delete(access: Access, logsLeft: (err: unknown) => void = () => undefined): Promise<Workspace> {
-    await this.deps.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
-    await this.deps.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
+    await this.store.transaction((tx) => tx.workspaces.delete(access.workspace.id));
+    await this.logs.deleteWorkspace(access.workspace.id).catch(logsLeft);
     return workspaceView(access.workspace, access.role);
   }
 }
@@ -106,7 +109,7 @@ export class WorkspaceService {
  * users from invented addresses, each with a workspace and (before) its starting credit. Read in
  * the transaction, not from the caller's cached row, so that a verification counts at once.
  */
-async function requireVerified(tx: Repositories, userId: string): Promise<void> {
+async function requireVerified(tx: Pick<Repositories, 'users'>, userId: string): Promise<void> {
   const user = await tx.users.byId(userId);
   if (user === undefined || user.verified_at !== null) return;
   throw forbidden(

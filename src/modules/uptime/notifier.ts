@@ -1,4 +1,4 @@
-import { iso, type Clock } from '../../domain/clock.js';
+import { iso, type Clock, type Random } from '../../domain/clock.js';
 import type { Mailer } from '../../adapters/notify/mailer.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import { sendEmail, sendWebhook, type AlertEvent, type DeliveryResult } from '../../adapters/notify/channels.js';
@@ -14,6 +14,8 @@ export interface NotifierOptions {
   /** the queued notifications and their monitors; the project and workspace a notification names */
   repos: Pick<Repositories, 'uptime' | 'projects' | 'workspaces'>;
   clock: Clock;
+  /** the retries' jitter */
+  random: Random;
   /** opens the monitors' sealed webhook URLs */
   secrets: SecretBox;
   /** the e-mail channel (`--smtp-url`); absent: e-mail notifications fail as undeliverable */
@@ -41,6 +43,7 @@ export class UptimeNotifier {
 
   private readonly repos: NotifierOptions['repos'];
   private readonly clock: Clock;
+  private readonly random: Random;
   private readonly secrets: SecretBox;
   private readonly mailer: Mailer | undefined;
   private readonly appsDomain: string;
@@ -53,6 +56,7 @@ export class UptimeNotifier {
   constructor(o: NotifierOptions) {
     this.repos = o.repos;
     this.clock = o.clock;
+    this.random = o.random;
     this.secrets = o.secrets;
     this.mailer = o.mailer;
     this.appsDomain = o.appsDomain;
@@ -124,8 +128,8 @@ export class UptimeNotifier {
     return result;
   }
 
-  private retries(): { attempts?: number; backoffMs?: number } {
-    return { ...(this.attempts === undefined ? {} : { attempts: this.attempts }), ...(this.backoffMs === undefined ? {} : { backoffMs: this.backoffMs }) };
+  private retries(): { attempts?: number; backoffMs?: number; clock: Clock; random: Random } {
+    return { clock: this.clock, random: this.random, ...(this.attempts === undefined ? {} : { attempts: this.attempts }), ...(this.backoffMs === undefined ? {} : { backoffMs: this.backoffMs }) };
   }
 
   /** What the notification says: its project, its address and the incident it is about. */

@@ -1,10 +1,11 @@
-import { iso } from '../../domain/clock.js';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { invalid } from '../../domain/errors.js';
-import type { Deps } from '../deps.js';
 import { defaultDomain, defaultUrl, resolveProject, type ProjectRow, type ProjectRef } from '../projects/resolve.js';
-import type { UptimeMonitorsTable } from '../../store/schema.js';
-import type { Rollup } from '../../store/repositories/index.js';
-import { checkUrlShape, type TargetPolicy } from '../../adapters/notify/ssrf.js';
+import type { Repositories, Rollup, UptimeMonitorRow } from '../../store/repositories/index.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { ProjectPolicy } from '../projects/policy.js';
+import type { NotifyPolicy } from './policy.js';
+import { checkUrlShape } from '../../adapters/notify/ssrf.js';
 import { queueNotifications, UPTIME_BUCKETS_MS } from './uptime.worker.js';
 import { webhookContext, type UptimeNotifier } from './notifier.js';
 import type { Access } from '../../domain/access.js';
@@ -32,7 +33,7 @@ export const UPTIME_DEFAULTS = {
   successes: 0,
   incident_id: null,
   last_error: null,
-} as const satisfies Omit<UptimeMonitorsTable, 'project_id' | 'updated_at'>;
+} as const satisfies Omit<UptimeMonitorRow, 'project_id' | 'updated_at'>;
 
 export type HistoryPeriod = UptimeHistory['period'];
 
@@ -41,17 +42,20 @@ const PERIOD_MS: Record<HistoryPeriod, number> = { '24h': 86_400_000, '7d': 7 * 
 /** Uptime monitors of projects: their settings, history and notifications (the checker is the leader's: checker.ts). */
 export class UptimeService {
   constructor(
-    readonly deps: Deps,
+    private readonly repos: Pick<Repositories, 'projects' | 'uptime'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    /** seals the chat webhook URLs (a credential) */
+    private readonly secrets: Pick<SecretBox, 'seal' | 'tryOpen'>,
+    /** where a project is checked: its default host through the router */
+    private readonly hosts: Pick<ProjectPolicy, 'appsDomain' | 'routerPort'>,
+    private readonly targets: NotifyPolicy,
     private readonly notifier: UptimeNotifier,
   ) {}
 
-  private policy(): TargetPolicy {
-    return { allowPrivate: this.deps.platform.notifyAllowPrivate ?? false };
-  }
-
   async get(access: Access, projectSlug: ProjectRef): Promise<UptimeMonitor> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const row = await this.deps.store.repos.uptime.find(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const row = await this.repos.uptime.find(project.id);
     return this.view(access, project, row ?? { ...UPTIME_DEFAULTS, project_id: project.id, updated_at: project.created_at });
   }
 
@@ -61,30 +65,30 @@ export class UptimeService {
    */
   async update(access: Access, projectSlug: ProjectRef, input: UptimeInput): Promise<UptimeMonitor> {
     if (typeof input.chat_webhook_url === 'string') {
-      const problem = checkUrlShape(input.chat_webhook_url, this.policy());
+      const problem = checkUrlShape(input.chat_webhook_url, this.targets);
       if (problem !== null) throw invalid(problem);
     }
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const now = iso(this.deps.clock.now());
-    const patch: Partial<Omit<UptimeMonitorsTable, 'project_id'>> = { updated_at: now };
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const now = iso(this.clock.now());
+    const patch: Partial<Omit<UptimeMonitorRow, 'project_id'>> = { updated_at: now };
     if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
     if (input.check_interval_sec !== undefined) patch.check_interval_sec = input.check_interval_sec;
     if (input.check_path !== undefined) patch.check_path = input.check_path;
     if (input.chat_webhook_url !== undefined) {
       patch.chat_webhook_url =
-        input.chat_webhook_url === null ? null : this.deps.secrets.seal(input.chat_webhook_url, webhookContext(project.id));
+        input.chat_webhook_url === null ? null : this.secrets.seal(input.chat_webhook_url, webhookContext(project.id));
     }
     if (input.notify_email !== undefined) patch.notify_email = input.notify_email;
-    const row = await this.deps.store.repos.uptime.upsert({ ...UPTIME_DEFAULTS, project_id: project.id, ...patch, updated_at: now }, patch);
+    const row = await this.repos.uptime.upsert({ ...UPTIME_DEFAULTS, project_id: project.id, ...patch, updated_at: now }, patch);
     return this.view(access, project, row);
   }
 
   /** Availability, response times, a series and the incidents of the last 24 hours, 7 or 30 days. */
   async history(access: Access, projectSlug: ProjectRef, period: HistoryPeriod): Promise<UptimeHistory> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const now = this.deps.clock.now();
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const now = this.clock.now();
     const from = new Date(now.getTime() - PERIOD_MS[period]);
-    const { uptime } = this.deps.store.repos;
+    const { uptime } = this.repos;
     const incidents = (await uptime.incidentsSince(project.id, iso(from))).map((i) => ({
       id: i.id,
       started_at: i.started_at,
@@ -139,8 +143,8 @@ export class UptimeService {
 
   /** The delivery log: every notification of the project, newest first. */
   async notifications(access: Access, projectSlug: ProjectRef, page: number, limit: number): Promise<UptimeNotificationPage> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const { rows, total } = await this.deps.store.repos.uptime.notifications(project.id, limit, (page - 1) * limit);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const { rows, total } = await this.repos.uptime.notifications(project.id, limit, (page - 1) * limit);
     return {
       notifications: rows.map((r) => ({ id: r.id, event: r.event, channel: r.channel, status: r.status, attempts: r.attempts, response_status: r.response_status, error: r.error, created_at: r.created_at, sent_at: r.sent_at })),
       total,
@@ -151,13 +155,13 @@ export class UptimeService {
 
   /** A test notification to each configured channel, now: what each answered. */
   async test(access: Access, projectSlug: ProjectRef): Promise<UptimeTestResult> {
-    const project = await resolveProject(this.deps.store.repos, access, projectSlug);
-    const monitor = await this.deps.store.repos.uptime.find(project.id);
+    const project = await resolveProject(this.repos, access, projectSlug);
+    const monitor = await this.repos.uptime.find(project.id);
     if (monitor === undefined || (monitor.chat_webhook_url === null && monitor.notify_email === null)) {
       throw invalid('The monitor has neither chat_webhook_url nor notify_email: set one with PUT …/uptime first.');
     }
-    const now = iso(this.deps.clock.now());
-    const queued = await queueNotifications(this.deps.ids, this.deps.store.repos.uptime, monitor, `test:${this.deps.ids.id()}`, 'test', now, null, 'sending');
+    const now = iso(this.clock.now());
+    const queued = await queueNotifications(this.ids, this.repos.uptime, monitor, `test:${this.ids.id()}`, 'test', now, null, 'sending');
     const view: UptimeTestResult = { webhook: null, email: null };
     for (const row of queued) {
       const { channel, ...result } = await this.notifier.deliver(row);
@@ -166,15 +170,15 @@ export class UptimeService {
     return view;
   }
 
-  private view(_access: Access, project: ProjectRow, row: UptimeMonitorsTable): UptimeMonitor {
-    const { appsDomain, routerPort } = this.deps.platform;
+  private view(_access: Access, project: ProjectRow, row: UptimeMonitorRow): UptimeMonitor {
+    const { appsDomain, routerPort } = this.hosts;
     return {
       enabled: row.enabled === 1,
       check_interval_sec: row.check_interval_sec,
       check_path: row.check_path,
       check_url: defaultUrl(defaultDomain(project, appsDomain), routerPort) + row.check_path,
       // sealed under another key file (replaced?): shown as unset, until a new URL is PUT
-      chat_webhook_url: row.chat_webhook_url === null ? null : this.deps.secrets.tryOpen(row.chat_webhook_url, webhookContext(project.id)),
+      chat_webhook_url: row.chat_webhook_url === null ? null : this.secrets.tryOpen(row.chat_webhook_url, webhookContext(project.id)),
       notify_email: row.notify_email,
       status: row.status,
       last_checked_at: row.last_checked_at,

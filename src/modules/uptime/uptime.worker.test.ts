@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { addToRollup, DEFAULT_UPTIME_RULES, evaluate, UPTIME_BUCKETS_MS } from './uptime.worker.js';
+import { addToRollup, evaluate, UPTIME_BUCKETS_MS } from './uptime.worker.js';
+import { DEFAULT_UPTIME_RULES } from './policy.js';
 
 type Status = 'unknown' | 'up' | 'down' | 'paused';
 const run = (results: ('ok' | 'fail' | 'ignored')[], start: Status = 'up') => {

@@ -1,6 +1,7 @@
 import { request } from 'node:http';
 import { iso, type Clock, type IdSource, type Random } from '../../domain/clock.js';
 import type { StoreOf } from '../../store/db.js';
+import { DEFAULT_UPTIME_RULES, type UptimeRules } from './policy.js';
 import { defaultDomain } from '../projects/resolve.js';
 import type { MonitorState, MonitorTarget, Repositories, Rollup, UptimeNotificationRow } from '../../store/repositories/index.js';
 import type { AlertEvent } from '../../adapters/notify/channels.js';
@@ -17,17 +18,6 @@ export interface CheckResult {
 
 /** How a check reaches a project: by its host name, through the router. */
 export type Probe = (host: string, path: string, timeoutMs: number) => Promise<CheckResult>;
-
-export interface UptimeRules {
-  /** consecutive failed checks before `down` (the second one is the confirming re-check) */
-  failures: number;
-  /** consecutive successful checks before `up` again */
-  successes: number;
-  /** how soon a check that would change the status is confirmed, instead of waiting the interval */
-  recheckMs: number;
-}
-
-export const DEFAULT_UPTIME_RULES: UptimeRules = { failures: 2, successes: 2, recheckMs: 2_000 };
 
 /** Upper bounds (ms) of the response-time histogram of the hourly sums; the last bucket is everything slower. */
 export const UPTIME_BUCKETS_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000] as const;

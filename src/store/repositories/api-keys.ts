@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { ApiKeysTable } from '../tables/tenancy.js';
+import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 import type { UserRow } from './users.js';
 
@@ -13,7 +14,7 @@ export interface KeyWithUser {
 
 export class ApiKeyRepository extends Repository {
   async insert(row: ApiKeyRow): Promise<void> {
-    await this.db.insertInto('api_keys').values(row).execute();
+    await orDuplicate(this.db.insertInto('api_keys').values(row).execute(), () => 'An API key with the same digest already exists.');
   }
 
   /** The key with this digest (live or not) and its user; the hot path: at most ACCESS_CACHE_MS old. */

@@ -1,4 +1,4 @@
-import { lockClause, toNumber } from '../dialects.js';
+import { lockClause, orDuplicate, toNumber } from '../dialects.js';
 import type { DatabaseEventsTable, DatabasesTable } from '../tables/databases.js';
 import { Repository } from './repository.js';
 
@@ -18,8 +18,9 @@ export class DatabaseRepository extends Repository {
     return toNumber(n);
   }
 
+  /** Fails with Duplicate (409) for a slug the workspace has already. */
   insert(row: DatabaseRow): Promise<unknown> {
-    return this.db.insertInto('databases').values(row).execute();
+    return orDuplicate(this.db.insertInto('databases').values(row).execute(), () => `A database with the slug "${row.slug}" already exists in this workspace.`);
   }
 
   inWorkspace(workspaceId: string): Promise<DatabaseRow[]> {

@@ -1,4 +1,5 @@
 import type { DomainsTable } from '../tables/domains.js';
+import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 
 export type DomainRow = DomainsTable;
@@ -51,17 +52,20 @@ export class DomainRepository extends Repository {
     return other !== undefined;
   }
 
-  /** Fails with the store's unique violation for a name the project has, or one verified elsewhere. */
+  /** Fails with Duplicate (409) for a name the project has, or one verified elsewhere. */
   async insert(row: DomainRow): Promise<void> {
-    await this.db.insertInto('domains').values(row).execute();
+    await orDuplicate(this.db.insertInto('domains').values(row).execute(), () => `The domain "${row.domain}" is already in use on this platform.`);
   }
 
   /**
    * Pending to verified; false when it was not pending. A second verified holder of the name
-   * fails with the store's unique violation (a partial unique index).
+   * fails with Duplicate (409; a partial unique index).
    */
   async markVerified(id: string, at: string): Promise<boolean> {
-    const r = await this.db.updateTable('domains').set({ verified: 1, verified_at: at }).where('id', '=', id).where('verified', '=', 0).executeTakeFirst();
+    const r = await orDuplicate(
+      this.db.updateTable('domains').set({ verified: 1, verified_at: at }).where('id', '=', id).where('verified', '=', 0).executeTakeFirst(),
+      () => 'The domain has been verified by another project on this platform; it cannot be verified here.',
+    );
     return Number(r.numUpdatedRows) > 0;
   }
 

@@ -1,4 +1,5 @@
 import type { EnvVarsTable } from '../tables/env.js';
+import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 
 export type EnvVarRow = EnvVarsTable;
@@ -13,9 +14,10 @@ export class EnvRepository extends Repository {
     return this.db.selectFrom('env_vars').selectAll().where('id', '=', id).where('project_id', '=', projectId).executeTakeFirst();
   }
 
-  /** Fails with the store's unique violation for a key the project has already. */
+  /** Fails for a key the project has already: one row with Duplicate (409), several with the store's unique violation. */
   async insert(rows: EnvVarRow | EnvVarRow[]): Promise<void> {
-    await this.db.insertInto('env_vars').values(rows).execute();
+    const write = this.db.insertInto('env_vars').values(rows).execute();
+    await (Array.isArray(rows) ? write : orDuplicate(write, () => `A variable named "${rows.key}" already exists in this project.`));
   }
 
   async update(id: string, patch: Partial<Pick<EnvVarRow, 'value' | 'is_secret' | 'updated_at'>>): Promise<void> {

@@ -1,4 +1,5 @@
 import type { GitConnectionsTable } from '../tables/projects.js';
+import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 
 export type GitConnectionRow = GitConnectionsTable;
@@ -43,9 +44,9 @@ export class GitConnectionRepository extends Repository {
     return this.db.selectFrom('git_connections').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
   }
 
-  /** Fails with the store's unique violation when the project has a connection already. */
+  /** Fails with Duplicate (409) when the project has a connection already. */
   async insert(row: GitConnectionRow): Promise<void> {
-    await this.db.insertInto('git_connections').values(row).execute();
+    await orDuplicate(this.db.insertInto('git_connections').values(row).execute(), () => 'This project is already connected to a repository; update or remove that connection first.');
   }
 
   async update(projectId: string, changes: GitConnectionChanges): Promise<void> {

@@ -85,6 +85,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
 export type { ApiKeyRow, KeyWithUser } from './api-keys.js';
 export type { BuildLogLine } from './build-logs.js';
 export type { DeploymentChanges } from './deploy-queue.js';
+export type { DeploymentRow } from '../schema.js';
 export type { RoutableDeployment } from './deployments.js';
 export type { DatabaseEventRow, DatabaseRow } from './databases.js';
 export type { DomainRow } from './domains.js';

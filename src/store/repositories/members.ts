@@ -1,6 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
-import { lockClause } from '../dialects.js';
+import { lockClause, orDuplicate } from '../dialects.js';
 import type { MembersTable, MemberStatus } from '../tables/tenancy.js';
 import { Repository } from './repository.js';
 import { asAccess, workspacesWithRole, type WorkspaceAccess } from './workspaces.js';
@@ -63,7 +63,7 @@ export class MemberRepository extends Repository {
 
   /** A membership; `status` defaults to `active` (a pending one is offered with `status: 'pending'`). */
   async add(row: Insertable<MembersTable>): Promise<void> {
-    await this.db.insertInto('members').values(row).execute();
+    await orDuplicate(this.db.insertInto('members').values(row).execute(), () => 'That user is already a member of this workspace.');
     this.cache.invalidate();
   }
 

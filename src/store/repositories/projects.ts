@@ -1,5 +1,5 @@
 import type { ProjectStatus } from '../../domain/project.js';
-import { lockClause, toNumber } from '../dialects.js';
+import { lockClause, orDuplicate, toNumber } from '../dialects.js';
 import type { Insertable } from 'kysely';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { ProjectsTable } from '../tables/projects.js';
@@ -90,9 +90,9 @@ export class ProjectRepository extends Repository {
       .execute();
   }
 
-  /** Fails with the store's unique violation for a slug taken in the workspace or a host label taken anywhere. */
+  /** Fails with Duplicate (409) for a slug taken in the workspace or a host label taken anywhere. */
   async insert(row: Insertable<ProjectsTable>): Promise<void> {
-    await this.db.insertInto('projects').values(row).execute();
+    await orDuplicate(this.db.insertInto('projects').values(row).execute(), () => `The slug "${row.slug}" or the host label "${row.host_label}" is already taken.`);
   }
 
   async update(id: string, patch: Pick<ProjectRow, 'name' | 'port' | 'replicas' | 'cpu' | 'ram' | 'updated_at'>): Promise<void> {

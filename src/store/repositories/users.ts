@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { UsersTable } from '../tables/tenancy.js';
+import { orDuplicate } from '../dialects.js';
 import { Repository } from './repository.js';
 
 export type UserRow = Selectable<UsersTable>;
@@ -18,9 +19,9 @@ export class UserRepository extends Repository {
     return this.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
   }
 
-  /** Fails with the store's unique violation when the e-mail is taken. */
+  /** Fails with Duplicate (409) when the e-mail is taken. */
   async insert(row: UserRow): Promise<void> {
-    await this.db.insertInto('users').values(row).execute();
+    await orDuplicate(this.db.insertInto('users').values(row).execute(), () => `A user with e-mail ${row.email} already exists.`);
   }
 
   /** Inserts the row unless its e-mail is taken; either way nothing fails. */

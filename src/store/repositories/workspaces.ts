@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Role } from '../../domain/roles.js';
-import { lockClause, toNumber } from '../dialects.js';
+import { lockClause, orDuplicate, toNumber } from '../dialects.js';
 import type { DB } from '../schema.js';
 import type { WorkspacesTable } from '../tables/tenancy.js';
 import { microsPerMinor } from '../../domain/money.js';
@@ -32,6 +32,10 @@ export class WorkspaceRepository extends Repository {
    * like every other balance change). Run it inside a transaction: the rows stand or fall together.
    */
   async create(input: NewWorkspace): Promise<void> {
+    await orDuplicate(this.insertAll(input), () => `A workspace with slug "${input.workspace.slug}" already exists.`);
+  }
+
+  private async insertAll(input: NewWorkspace): Promise<void> {
     const { workspace, wallet } = input;
     const now = workspace.created_at;
     await this.db.insertInto('workspaces').values(workspace).execute();

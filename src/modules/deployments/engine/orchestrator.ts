@@ -86,6 +86,8 @@ export interface OrchestratorOptions {
  */
 export class Orchestrator implements LeaderEngine {
   private readonly workerId: string;
+  /** how old a database's kept volume size is (databaseHealth) */
+  private readonly clock: Clock;
   private readonly stopping = new AbortController();
   /** aborted when shutdown's grace period is over: builds and health waits in progress give up */
   private readonly interrupting = new AbortController();
@@ -114,6 +116,7 @@ export class Orchestrator implements LeaderEngine {
 
   constructor(o: OrchestratorOptions) {
     const { repos, clock, runtime, router, log } = o;
+    this.clock = clock;
     this.dialect = o.dialect;
     this.queue = o.queue;
     this.runtime = runtime;
@@ -251,7 +254,7 @@ export class Orchestrator implements LeaderEngine {
   }
 
   databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
-    return databaseHealthOf(this.runtime, databaseId).catch(() => null);
+    return databaseHealthOf(this.runtime, databaseId, this.clock).catch(() => null);
   }
 
   /** The workspace's network, created when missing: the managed databases join the apps' network. */

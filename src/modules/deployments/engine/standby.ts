@@ -16,7 +16,7 @@ export function standbyEngine(runtime: Runtime, instanceId: string, { deployment
   return {
     ...idleEngine,
     pods: (projectId, deploymentId) => podsOf(runtime, instanceLabels(instanceId), projectId, deploymentId).catch(() => []),
-    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId).catch(() => null),
+    databaseHealth: (databaseId) => databaseHealthOf(runtime, databaseId, clock).catch(() => null),
     // The engine's reconciler runs it (Reconciler.pass).
     restart: async (_project, deployment) => {
       await deployments.requestRestart(deployment.id, iso(clock.now()));
