@@ -9,7 +9,10 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { DOCKER } from './tiers.js';
 
-/** Seconds each of the slowest files took alone, measured on a 2-core machine (bench/results/test-tiers-2026-11-27.json). */
+/**
+ * Seconds the slowest files took one at a time on a 2-core machine (bench/results/test-tiers-2026-11-27.json,
+ * `before`); the four cli-* parts are cli.test.ts's 162 s shared out by their process starts (estimates).
+ */
 const MEASURED: Record<string, number> = {
   'test/e2e/many-workspaces.test.ts': 62,
   'test/e2e/log-collection.test.ts': 58,
