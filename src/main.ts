@@ -1,9 +1,10 @@
 import { Command, Option } from 'commander';
-import { createUser, CliError, grantCredit, verifyUser } from './app/admin/admin.js';
-import { linkInstallation } from './app/admin/github.js';
 import { ConfigError, resolveConfig, SETTINGS, type RawSettings } from './app/config.js';
-import { StartError } from './app/settings.js';
-import { startServer, VERSION } from './app/server.js';
+import { CliError, StartError } from './app/errors.js';
+import { VERSION } from './app/version.js';
+
+// Each command loads what it runs when it runs (`await import`): `--version`, `--help` and the admin
+// commands start without loading the API, the engine and their dependencies (docs/architecture.md).
 
 const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
 
@@ -41,6 +42,7 @@ withSettings(program.command('serve').description('start the API (and, in later 
   async (opts: Record<string, unknown>) => {
     let running;
     try {
+      const { startServer } = await import('./app/server.js');
       running = await startServer(resolveConfig(rawSettings(opts), process.env));
     } catch (err) {
       fail(err);
@@ -82,6 +84,7 @@ withSettings(
 ).action(async (opts: Record<string, unknown>) => {
   try {
     const config = resolveConfig(rawSettings(opts), process.env);
+    const { createUser } = await import('./app/admin/admin.js');
     const r = await createUser(config, {
       email: String(opts['email']),
       workspace: String(opts['workspace']),
@@ -103,6 +106,7 @@ withSettings(
 ).action(async (opts: Record<string, unknown>) => {
   try {
     const config = resolveConfig(rawSettings(opts), process.env);
+    const { verifyUser } = await import('./app/admin/admin.js');
     const r = await verifyUser(config, { email: String(opts['email']) });
     process.stderr.write(r.already ? `User ${r.userId} (${r.email}) was already verified, at ${r.verifiedAt}.\n` : `Verified user ${r.userId} (${r.email}).\n`);
   } catch (err) {
@@ -119,6 +123,7 @@ withSettings(
 ).action(async (opts: Record<string, unknown>) => {
   try {
     const config = resolveConfig(rawSettings(opts), process.env);
+    const { linkInstallation } = await import('./app/admin/github.js');
     const r = await linkInstallation(config, { workspace: String(opts['workspace']), installationId: String(opts['installationId']) });
     process.stderr.write(`Linked GitHub App installation ${String(r.installationId)} (account ${r.accountLogin}) to workspace ${r.workspace}.\n`);
   } catch (err) {
@@ -136,6 +141,7 @@ withSettings(
 ).action(async (opts: Record<string, unknown>) => {
   try {
     const config = resolveConfig(rawSettings(opts), process.env);
+    const { grantCredit } = await import('./app/admin/admin.js');
     const line = await grantCredit(config, {
       workspace: String(opts['workspace']),
       amount: String(opts['amount']),

@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import { totalmem } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { isPostgresUrl } from '../store/db.js';
+import { isPostgresUrl } from '../store/url.js';
 import type { RateLimit } from '../http/rate-limit.js';
 import type { DatabasePolicy } from '../modules/databases/policy.js';
-import { sharedUrlProblem } from '../modules/databases/shared.js';
+import { sharedUrlProblem } from '../modules/databases/shared-url.js';
 import { DATABASE_TYPES, type DatabaseType } from '../domain/database.js';
 import { parseCidr, poolProblem, type NetworkPool } from '../adapters/runtime/docker/network-pool.js';
 import { DOCKER_DEFAULT_BRIDGES } from '../http/tenant-guard.js';

@@ -42,6 +42,7 @@ import { ErrorEnvelopeSchema } from '../http/schemas.js';
 import { createServices, leaderLinks, type Services } from './compose.js';
 import type { ApiSettings } from './settings.js';
 import { describeValidationError, validatorCompiler } from '../http/validation.js';
+import { cachedSerializers } from '../http/serialization.js';
 
 /** What the HTTP API is built from: the services' dependencies, its settings (settings.ts) and the live tail's hub. */
 export interface AppDeps extends Parts, ApiSettings {
@@ -118,6 +119,8 @@ async function createHttp(deps: AppDeps) {
     logController: new RequestLogController(access),
     childLoggerFactory: requestLogger,
     clientErrorHandler,
+    // response serializers compiled once per schema in the process (src/http/serialization.ts)
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializers } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook('onClose', (_instance, done) => {

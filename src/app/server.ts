@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import { sandboxPaths } from '../modules/billing/gateways/sandbox.js';
@@ -14,8 +13,9 @@ import type { Config } from './config.js';
 import { buildApp, type App } from './http.js';
 import { observeEngine, startLeader } from './leader.js';
 import { apiSettings, StartError } from './settings.js';
+import { VERSION } from './version.js';
 
-export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { VERSION };
 
 export interface Running {
   app: App;

@@ -18,8 +18,9 @@ import type { Config } from './config.js';
 // are built with. Kept apart from server.ts so that the admin commands load neither the API nor
 // the deploy engine.
 
-/** A start that failed for a reason the operator can fix (reported without a stack trace). */
-export class StartError extends Error {}
+import { StartError } from './errors.js';
+
+export { StartError };
 
 /** Each module's settings (its `policy.ts`), each read by that module alone. */
 export interface Policies {

@@ -10,6 +10,7 @@ import { repositories, type Repositories } from './repositories/index.js';
 import { readsAlongside } from './prepared-query.js';
 import { preparedOnce } from './statement-cache.js';
 import type { DB } from './schema.js';
+import { isPostgresUrl } from './url.js';
 
 export interface Store {
   /**
@@ -34,7 +35,7 @@ export interface StoreOf<K extends keyof Repositories> {
   transaction<T>(fn: (tx: Pick<Repositories, K>) => Promise<T>): Promise<T>;
 }
 
-export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//.test(url);
+export { isPostgresUrl };
 
 /** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */
 export async function createStore(url: string, opts: { upTo?: string; readConnection?: boolean } = {}): Promise<Store> {

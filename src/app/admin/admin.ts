@@ -8,7 +8,8 @@ import { createNewUser, normalizeEmail } from '../../modules/tenancy/users.js';
 import { Duplicate } from '../../domain/errors.js';
 import { formatMinor, grantCredit as grant, GrantError } from '../../modules/billing/grants.js';
 
-export class CliError extends Error {}
+export { CliError } from '../errors.js';
+import { CliError } from '../errors.js';
 
 /**
  * `slipway admin create-user`: works on the store directly (the server may be running: SQLite

@@ -33,27 +33,6 @@ export interface SharedTenant {
   password: string;
 }
 
-/** The URL schemes the administrative URL of each type may have. */
-const SCHEMES: Readonly<Record<DatabaseType, readonly string[]>> = {
-  postgresql: ['postgres:', 'postgresql:'],
-  mysql: ['mysql:', 'mariadb:'],
-  redis: ['redis:', 'rediss:'],
-  mongo: ['mongodb:'],
-};
-
-/** Why `url` cannot be the administrative URL of a shared `type` server, or null (config validation). */
-export function sharedUrlProblem(type: DatabaseType, url: string): string | null {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return 'is not a URL';
-  }
-  if (!SCHEMES[type].includes(u.protocol)) return `must start with ${SCHEMES[type].map((s) => `${s}//`).join(' or ')}`;
-  if (u.hostname === '') return 'names no host';
-  return null;
-}
-
 /** The host and port apps reach a shared server at: the administrative URL's. */
 export function sharedAddress(type: DatabaseType, url: string): { host: string; port: number } {
   const u = new URL(url);

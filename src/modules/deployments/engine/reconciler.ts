@@ -53,6 +53,12 @@ const COMPLAIN_EVERY_MS = 10 * 60_000;
 export class Reconciler {
   /** when each repeated failure was last logged (complain()), by what failed */
   private readonly complained = new Map<string, number>();
+  /**
+   * Each container's restart count at the previous pass, by container id: a crashed project shows
+   * `running` again only when every replica runs and none restarted since (a crash-looping one is
+   * `running` for an instant between its restarts, and a pass landing then must not clear `crashed`).
+   */
+  private restartsSeen = new Map<string, number>();
 
   private readonly repos: ReconcilerOptions['repos'];
   private readonly clock: Clock;
@@ -107,13 +113,15 @@ export class Reconciler {
       return { wanted, seen: await this.containers.byDeployment() };
     });
     if (state !== undefined) {
+      const previous = this.restartsSeen;
+      this.restartsSeen = new Map([...state.seen.values()].flat().map((c) => [c.id, c.restartCount]));
       await this.removeOrphans(new Set(state.wanted.map((w) => w.id)), state.seen);
       const serving = [...new Set(state.wanted.filter((w) => w.status === 'running').map((w) => w.project_id))];
       for (const projectId of serving) {
         await this.locks.run(projectId, async () => {
           // Read again under the lock: a rollout in progress heals nothing.
           if (await repos.deployments.anyActive(projectId)) return;
-          await this.heal(projectId, state.seen);
+          await this.heal(projectId, state.seen, previous);
         }).catch((err: unknown) => {
           // One project that cannot be healed (its image is gone) must not stop the others.
           this.complain(`heal:${projectId}`, { err, project: projectId }, 'cannot restore the containers of a serving deployment');
@@ -169,9 +177,10 @@ export class Reconciler {
 
   /**
    * A serving deployment with fewer containers than replicas (one was removed behind Slipway's
-   * back) gets replacements; one whose containers keep restarting shows the project `crashed`.
+   * back) gets replacements; one whose containers keep restarting shows the project `crashed`,
+   * until every replica runs and none restarted since the previous pass.
    */
-  private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>): Promise<void> {
+  private async heal(projectId: string, seen: ReadonlyMap<string, ContainerInfo[]>, previous: ReadonlyMap<string, number>): Promise<void> {
     const { repos, clock, containers: instance } = this;
     const project = await repos.projects.byId(projectId);
     const d = await repos.deployments.serving(projectId);
@@ -191,7 +200,7 @@ export class Reconciler {
       }
     }
     const looping = containers.some((c) => c.restartCount >= CRASH_LOOP_RESTARTS && c.state !== 'running');
-    const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running');
+    const healthy = containers.length >= project.replicas && containers.every((c) => c.state === 'running' && previous.get(c.id) === c.restartCount);
     const status = looping ? 'crashed' : project.status === 'crashed' && healthy ? 'running' : null;
     if (status !== null && status !== project.status) {
       await repos.projects.setStatus(projectId, status, iso(clock.now()));

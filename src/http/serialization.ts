@@ -1,0 +1,34 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+
+type SerializerFactory = ReturnType<typeof SerializerSelector>;
+type Serializer = ReturnType<ReturnType<SerializerFactory>>;
+
+const build = SerializerSelector();
+/** By the shared schemas' ids (the `$ref` targets: ErrorEnvelope), then by response schema object. */
+const compiled = new Map<string, WeakMap<object, Serializer>>();
+
+/**
+ * Fastify's response serializers (fast-json-stringify), compiled once per schema in the process:
+ * the response schemas are the modules' constants, so an app built again in the same process (a
+ * standby's, every test server) reuses them instead of compiling each route again. Set as the
+ * app's `schemaController.compilersFactory.buildSerializer`.
+ */
+export const cachedSerializers: SerializerFactory = (externalSchemas, options) => {
+  const compile = build(externalSchemas, options);
+  const shared = Object.keys(externalSchemas ?? {}).sort().join(' ');
+  let bySchema = compiled.get(shared);
+  if (bySchema === undefined) {
+    bySchema = new WeakMap();
+    compiled.set(shared, bySchema);
+  }
+  const cache = bySchema;
+  return (route) => {
+    const schema = route.schema;
+    if (typeof schema !== 'object' || schema === null) return compile(route);
+    const known = cache.get(schema);
+    if (known !== undefined) return known;
+    const made = compile(route);
+    cache.set(schema, made);
+    return made;
+  };
+};
