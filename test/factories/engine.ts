@@ -20,6 +20,7 @@ import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type TestRepo } from './git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
 import { startDatabaseWorker } from './databases.js';
+import { ResourceSampler } from '../../src/modules/metrics/metrics.worker.js';
 import { ensureBaseImage } from './images.js';
 import { freePort } from './process.js';
 import type { StoreKind } from './stores.js';
@@ -33,6 +34,8 @@ export interface TestEngine {
   runtime: DockerRuntime;
   /** the leader's database worker, when `databases` was asked for */
   databases: DatabaseWorker | null;
+  /** the leader's resource sampler, when `sampler` was asked for (the status and health reads answer from it) */
+  sampler: ResourceSampler | null;
   /** shuts the engine down and purges its containers, networks and images */
   close(): Promise<void>;
 }
@@ -50,6 +53,8 @@ export interface TestEngineOptions {
   databases?: Partial<DatabasePolicy>;
   /** the log collector too, as `serve` runs it on the leader (apps' and databases' output, live tail notified) */
   logs?: boolean;
+  /** the resource sampler too, as `serve` runs it on the leader, every `sampler` ms (the orchestrator's `usageOf`) */
+  sampler?: number;
 }
 
 const quiet: OrchestratorOptions['log'] = { info: () => undefined, warn: () => undefined, error: (obj, msg) => { console.error(msg, obj); } };
@@ -63,6 +68,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   const runtime = opts.runtime ?? new DockerRuntime({ docker: new Docker() });
   const router = createRouterDriver({ driver: opts.driver ?? 'nginx', listen: { host: '127.0.0.1', port: routerPort }, nginxDir: join(workDir, 'router'), clock: s.deps.clock });
   const instance = await instanceId(s.store);
+  const sampler = opts.sampler === undefined ? null : new ResourceSampler({ runtime, metrics: s.store.repos.metrics, clock: s.deps.clock, labels: instanceLabels(instance), log: quiet, everyMs: opts.sampler });
   const orchestrator = new Orchestrator({
     repos: s.store.repos,
     dialect: s.store.dialect,
@@ -85,8 +91,10 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     instanceId: instance,
     pollMs: 200,
     reconcileEveryMs: 1000,
+    ...(sampler === null ? {} : { usageOf: (id: string) => sampler.usageOf(id) }),
     ...opts.tune,
   });
+  sampler?.start();
   s.leader.engine.set(orchestrator);
   await orchestrator.start();
   let databases: DatabaseWorker | null = null;
@@ -119,7 +127,9 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     base,
     runtime,
     databases,
+    sampler,
     close: async () => {
+      await sampler?.stop();
       await collector?.stop();
       s.leader.databases.clear();
       await databases?.stop();

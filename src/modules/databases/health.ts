@@ -1,20 +1,27 @@
 import type { Clock } from '../../domain/clock.js';
 import type { DatabaseHealth } from '../../domain/ports.js';
-import type { Runtime } from '../../domain/runtime.js';
+import type { ContainerUsage, Runtime } from '../../domain/runtime.js';
 
 /** The names of a database's container and volume on the engine. */
 export const serverName = (databaseId: string): string => `slipway-db-${databaseId}`;
 
 /**
  * A database's server as the engine sees it: its container's state, restarts, cpu and memory, and
- * its volume's size; null without a container. `clock`: how old a kept volume size is.
+ * its volume's size; null without a container. `clock`: how old a kept volume size is; `usageOf`:
+ * the resource sampler's recent use of the container (the leader's), asked before the engine.
  */
-export async function databaseHealthOf(runtime: Pick<Runtime, 'inspect' | 'stats' | 'volumeSize'>, databaseId: string, clock: Clock): Promise<DatabaseHealth | null> {
+export async function databaseHealthOf(
+  runtime: Pick<Runtime, 'inspect' | 'stats' | 'volumeSize'>,
+  databaseId: string,
+  clock: Clock,
+  usageOf: (containerId: string) => ContainerUsage | null = () => null,
+): Promise<DatabaseHealth | null> {
   const name = serverName(databaseId);
   const info = await runtime.inspect(name);
   if (info === null) return null;
   const [usage, volumeBytes] = await Promise.all([
-    info.state === 'running' ? runtime.stats(name).catch(() => null) : Promise.resolve(null),
+    // the resource sampler's recent use (answered at once); the engine's stats (about a second) only without one
+    info.state === 'running' ? (usageOf(info.id) ?? runtime.stats(name).catch(() => null)) : Promise.resolve(null),
     volumeSize(runtime, name, clock),
   ]);
   return {

@@ -113,8 +113,10 @@ export class Orchestrator implements LeaderEngine {
   private readonly pollMs: number;
   private readonly shutdownGraceMs: number;
   private readonly keepRouterOnExit: boolean;
+  private readonly usageOf: UsageOf | undefined;
 
   constructor(o: OrchestratorOptions) {
+    this.usageOf = o.usageOf;
     const { repos, clock, runtime, router, log } = o;
     this.clock = clock;
     this.dialect = o.dialect;
@@ -254,7 +256,7 @@ export class Orchestrator implements LeaderEngine {
   }
 
   databaseHealth(databaseId: string): Promise<DatabaseHealth | null> {
-    return databaseHealthOf(this.runtime, databaseId, this.clock).catch(() => null);
+    return databaseHealthOf(this.runtime, databaseId, this.clock, this.usageOf).catch(() => null);
   }
 
   /** The workspace's network, created when missing: the managed databases join the apps' network. */
