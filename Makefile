@@ -68,10 +68,11 @@ lint: install
 
 ## Install what the tests need, type-check, lint and run the whole suite (the three tiers, docs/testing.md);
 ## ends with "N passed, N failed".
-## The compile, the type check, the lint and the test services are prepared side by side (-j4): each is
-## mostly one process, and the services wait on apt, PostgreSQL and Docker rather than on the CPU.
-test: install
-	@$(MAKE) --no-print-directory -j4 --output-sync=target build typecheck lint test-services
+## The test services are prepared while npm installs (they wait on apt, PostgreSQL and Docker rather than on
+## the CPU, and need no node_modules); then the compile, the type check and the lint side by side (-j4).
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target install test-services
+	@$(MAKE) --no-print-directory -j4 --output-sync=target build typecheck lint
 	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
 
 # One after the other: each may run apt-get, which takes the dpkg lock.
