@@ -26,7 +26,7 @@ import { routerProbe, UptimeChecker } from '../modules/uptime/uptime.worker.js';
 import { instanceId, type Store } from '../store/db.js';
 import { LEASE_MS, type LeaderLinks, type Services } from './compose.js';
 import type { Config } from './config.js';
-import { StartError } from './settings.js';
+import { StartError } from './errors.js';
 
 // The work of the process that holds the deploy-engine lease (engine-supervisor.ts): the
 // orchestrator and its router, and the workers beside it. The API-side services reach them

@@ -12,10 +12,10 @@ import { bootstrap, type Bootstrapped } from './bootstrap.js';
 import type { Config } from './config.js';
 import { buildApp, type App } from './http.js';
 import { observeEngine, startLeader } from './leader.js';
-import { apiSettings, StartError } from './settings.js';
+import { apiSettings } from './settings.js';
+import { StartError } from './errors.js';
 import { VERSION } from './version.js';
 
-export { VERSION };
 
 export interface Running {
   app: App;

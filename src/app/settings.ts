@@ -20,8 +20,6 @@ import type { Config } from './config.js';
 
 import { StartError } from './errors.js';
 
-export { StartError };
-
 /** Each module's settings (its `policy.ts`), each read by that module alone. */
 export interface Policies {
   limits: TenantLimits;

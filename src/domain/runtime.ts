@@ -252,6 +252,9 @@ export interface ContainerUsage {
   memoryLimitBytes: number;
 }
 
+/** A container's use as the resource sampler last saw it; null when it has no recent sample. */
+export type UsageOf = (containerId: string) => ContainerUsage | null;
+
 export type LogStream = 'stdout' | 'stderr';
 
 export interface LogLine {

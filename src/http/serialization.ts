@@ -16,12 +16,8 @@ const compiled = new Map<string, WeakMap<object, Serializer>>();
 export const cachedSerializers: SerializerFactory = (externalSchemas, options) => {
   const compile = build(externalSchemas, options);
   const shared = Object.keys(externalSchemas ?? {}).sort().join(' ');
-  let bySchema = compiled.get(shared);
-  if (bySchema === undefined) {
-    bySchema = new WeakMap();
-    compiled.set(shared, bySchema);
-  }
-  const cache = bySchema;
+  const cache = compiled.get(shared) ?? new WeakMap<object, Serializer>();
+  compiled.set(shared, cache);
   return (route) => {
     const schema = route.schema;
     if (typeof schema !== 'object' || schema === null) return compile(route);

@@ -8,7 +8,6 @@ import { createNewUser, normalizeEmail } from '../../modules/tenancy/users.js';
 import { Duplicate } from '../../domain/errors.js';
 import { formatMinor, grantCredit as grant, GrantError } from '../../modules/billing/grants.js';
 
-export { CliError } from '../errors.js';
 import { CliError } from '../errors.js';
 
 /**

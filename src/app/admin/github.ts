@@ -4,7 +4,7 @@ import { iso, systemClock } from '../../domain/clock.js';
 import { createDeps } from '../adapters.js';
 import type { LogStore } from '../../domain/logs.js';
 import { createStore } from '../../store/db.js';
-import { CliError } from './admin.js';
+import { CliError } from '../errors.js';
 
 /**
  * `slipway admin link-installation`: the operator links a GitHub App installation to a workspace

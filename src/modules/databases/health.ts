@@ -1,6 +1,6 @@
 import type { Clock } from '../../domain/clock.js';
 import type { DatabaseHealth } from '../../domain/ports.js';
-import type { ContainerUsage, Runtime } from '../../domain/runtime.js';
+import type { Runtime, UsageOf } from '../../domain/runtime.js';
 
 /** The names of a database's container and volume on the engine. */
 export const serverName = (databaseId: string): string => `slipway-db-${databaseId}`;
@@ -14,7 +14,7 @@ export async function databaseHealthOf(
   runtime: Pick<Runtime, 'inspect' | 'stats' | 'volumeSize'>,
   databaseId: string,
   clock: Clock,
-  usageOf: (containerId: string) => ContainerUsage | null = () => null,
+  usageOf: UsageOf = () => null,
 ): Promise<DatabaseHealth | null> {
   const name = serverName(databaseId);
   const info = await runtime.inspect(name);

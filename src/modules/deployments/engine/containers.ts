@@ -1,6 +1,6 @@
 import type { Clock } from '../../../domain/clock.js';
 import type { Pod } from '../../../domain/ports.js';
-import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type ContainerUsage, type Mount, type Owner, type Runtime } from '../../../domain/runtime.js';
+import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError, type ContainerInfo, type Mount, type Owner, type Runtime, type UsageOf } from '../../../domain/runtime.js';
 import { UnusableEnvError, type EnvService } from '../../env/env.service.js';
 import type { ProjectRow } from '../../projects/resolve.js';
 import { ramBytes } from '../../projects/resources.js';
@@ -65,8 +65,6 @@ export function addressOf(c: ContainerInfo, mode: UpstreamMode): Upstream | null
   return c.hostPort === null ? null : { host: '127.0.0.1', port: c.hostPort };
 }
 
-/** A container's use as the resource sampler last saw it; null when it has no recent sample. */
-export type UsageOf = (containerId: string) => ContainerUsage | null;
 
 /**
  * A deployment's containers as pods, with their resource use: from the resource sampler's
