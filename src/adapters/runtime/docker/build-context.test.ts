@@ -24,9 +24,10 @@ async function tempDir(files: Record<string, string> = {}): Promise<string> {
 }
 
 /** What the engine would receive: the packed context unpacked, as sorted relative file paths. */
-async function packed(dir: string): Promise<{ files: string[]; out: string }> {
+async function packed(dir: string, compress = false): Promise<{ files: string[]; out: string }> {
   const out = await tempDir();
-  await pipeline(await packBuildContext(dir), createGunzip(), extract(out));
+  if (compress) await pipeline(await packBuildContext(dir, { compress }), createGunzip(), extract(out));
+  else await pipeline(await packBuildContext(dir, { compress }), extract(out));
   const files = (await readdir(out, { recursive: true, withFileTypes: true }))
     .filter((e) => e.isFile())
     .map((e) => relative(out, join(e.parentPath, e.name)))
@@ -40,6 +41,18 @@ describe('packBuildContext', () => {
     const { files, out } = await packed(dir);
     expect(files).toEqual(['Dockerfile', 'src/app.js', 'src/lib/util.js']);
     expect(await readFile(join(out, 'src/app.js'), 'utf8')).toBe('console.log(1)\n');
+  });
+
+  it('gzips the tar for an engine across a network, and only then', async () => {
+    const dir = await tempDir({ Dockerfile: 'FROM scratch\n', 'app.js': 'a' });
+    expect((await packed(dir, true)).files).toEqual(['Dockerfile', 'app.js']);
+    const first = async (compress: boolean) => {
+      for await (const chunk of await packBuildContext(dir, { compress })) return (chunk as Buffer).subarray(0, 2).toString('hex');
+      return '';
+    };
+    // the gzip magic number, or the tar's first header (a file name)
+    expect(await first(true)).toBe('1f8b');
+    expect(await first(false)).not.toBe('1f8b');
   });
 
   it('leaves out what .dockerignore names: top-level entries, directories, globs at any depth, with ! exceptions', async () => {
@@ -59,7 +72,7 @@ describe('packBuildContext', () => {
   });
 
   it('fails the stream when the directory cannot be packed', async () => {
-    await expect(packBuildContext(join(tmpdir(), 'slipway-pack-missing-dir'))).rejects.toThrow();
+    await expect(packBuildContext(join(tmpdir(), 'slipway-pack-missing-dir'), { compress: false })).rejects.toThrow();
   });
 
   it('docker.runtime.ts reaches into no private dockerode path', async () => {

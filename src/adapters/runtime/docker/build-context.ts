@@ -1,7 +1,7 @@
 import balenaDockerignore, { type Ignore } from '@balena/dockerignore';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { pack } from 'tar-fs';
 
@@ -9,11 +9,13 @@ import { pack } from 'tar-fs';
 const dockerignore = balenaDockerignore as unknown as (options?: { ignorecase?: boolean }) => Ignore;
 
 /**
- * A build context as the engine's build endpoint takes it: the directory as a gzipped tar,
- * without what its `.dockerignore` leaves out. Patterns match paths relative to the context
- * (`sub/secret.txt`, `**\/*.md`, `!keep.md`), at every depth, as `docker build` applies them.
+ * A build context as the engine's build endpoint takes it: the directory as a tar, without what
+ * its `.dockerignore` leaves out. Patterns match paths relative to the context (`sub/secret.txt`,
+ * `**\/*.md`, `!keep.md`), at every depth, as `docker build` applies them. `compress`: gzipped,
+ * for an engine across a network; to a local socket, compressing only costs time on both sides
+ * (`docker build` sends it uncompressed too unless told `--compress`).
  */
-export async function packBuildContext(dir: string): Promise<Readable> {
+export async function packBuildContext(dir: string, opts: { compress: boolean }): Promise<Readable> {
   const ignored = await ignoreRules(dir);
   const entries = await readdir(dir);
   const tar = pack(dir, {
@@ -21,10 +23,11 @@ export async function packBuildContext(dir: string): Promise<Readable> {
     // tar-fs names the files below the entries by their full path
     ...(ignored === undefined ? {} : { ignore: (name: string) => ignored(relative(dir, name).split(sep).join('/')) }),
   });
-  const gzip = createGzip();
+  // a Node stream either way (tar-fs makes a streamx one)
+  const out = opts.compress ? createGzip() : new PassThrough();
   // an unreadable file fails the request body instead of leaving the engine waiting for its end
-  tar.on('error', (err: Error) => gzip.destroy(err));
-  return tar.pipe(gzip);
+  tar.on('error', (err: Error) => out.destroy(err));
+  return tar.pipe(out);
 }
 
 /** Whether a path (relative, `/`-separated) is left out; undefined without a .dockerignore. */

@@ -288,8 +288,8 @@ export class DockerRuntime implements Runtime {
     const onLine = (line: string) => spec.onLine?.(line);
     const buildkitLog = new BuildKitLog(onLine);
     try {
-      // the directory as a gzipped tar, without what its .dockerignore leaves out
-      const context = await packBuildContext(spec.contextDir);
+      // the directory as a tar (gzipped for a remote engine), without what its .dockerignore leaves out
+      const context = await packBuildContext(spec.contextDir, { compress: !this.isLocal() });
       const query = {
         t: spec.tag,
         dockerfile,
@@ -777,6 +777,11 @@ export class DockerRuntime implements Runtime {
       if (!progress) break;
     }
     return count;
+  }
+
+  /** Whether the engine is reached through a local socket (not across a network). */
+  private isLocal(): boolean {
+    return typeof (this.docker.modem as { socketPath?: unknown }).socketPath === 'string';
   }
 
   private address(): string {

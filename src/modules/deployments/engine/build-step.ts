@@ -10,6 +10,7 @@ import { parseSettings } from '../../tenancy/views.js';
 import type { BuildLog } from '../build-log.js';
 import { PROJECT_LABEL, type EngineLog } from './containers.js';
 import { DeployFailure } from './failure.js';
+import type { Phases } from './phases.js';
 
 export interface BuildStepOptions {
   /** the project's Git connection and workspace; the installation a private repository is cloned with */
@@ -56,7 +57,7 @@ export class BuildStep {
     this.labels = o.labels;
   }
 
-  async build(d: DeploymentRow, project: ProjectRow, owner: Owner, say: (line: string) => void, signal: AbortSignal): Promise<Built> {
+  async build(d: DeploymentRow, project: ProjectRow, owner: Owner, say: (line: string) => void, signal: AbortSignal, phases?: Phases): Promise<Built> {
     const { repos, runtime, git } = this;
     const conn = await repos.gitConnections.of(project.id);
     if (conn === undefined) throw new DeployFailure('The project has no Git connection any more.');
@@ -70,12 +71,14 @@ export class BuildStep {
     try {
       // only an installation still linked to the project's workspace, restricted to this repository
       const token = await cloneTokenFor(repos, this.githubApp, { workspaceId: project.workspace_id, installationId: Number(conn.installation_id), repoFullName: conn.repo_full_name }, signal);
+      phases?.mark('build.prepare');
       checkout = await git.fetch({ repoFullName: conn.repo_full_name, branch, workDir: this.workDir, commitSha: d.commit_sha ?? undefined, requireHead: d.require_head === 1, token, timeoutMs, signal });
     } catch (err) {
       // A cached installation token that Git refused (revoked, access removed) is not used again.
       if (err instanceof GitSourceError && err.code === 'access_denied') this.githubApp?.forget(Number(conn.installation_id));
       throw new DeployFailure(err instanceof Error ? err.message : String(err));
     }
+    phases?.mark('build.fetch');
     try {
       say(`Commit ${checkout.commitSha.slice(0, 12)}: ${firstLine(checkout.commitMessage)}`);
       let context;
@@ -85,9 +88,11 @@ export class BuildStep {
         throw new DeployFailure(err instanceof Error ? err.message : String(err));
       }
       say(context.description);
+      phases?.mark('build.context');
       const tag = `slipway/${ws.slug}-${project.slug}:${d.id}`;
       // Images carry few labels: the classic builder adds one step (~70 ms) per label.
       const result = await runtime.build({ contextDir: context.contextDir, dockerfile: context.dockerfile, tag, labels: { ...this.labels, [PROJECT_LABEL]: owner.project }, onLine: say, timeoutMs, signal });
+      phases?.mark('build.engine');
       switch (result.status) {
         case 'succeeded':
           return { image: tag, commit: { sha: checkout.commitSha, message: checkout.commitMessage } };

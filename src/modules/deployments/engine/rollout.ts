@@ -17,6 +17,7 @@ import type { ProjectLocks } from './project-locks.js';
 import type { DeployQueue } from '../queue.js';
 import type { RoutingState } from './routing-state.js';
 import { sleep } from './sleep.js';
+import { Phases } from './phases.js';
 
 export interface RolloutOptions {
   /** the deployment's project and workspace, the project's running deployments and its status */
@@ -110,16 +111,29 @@ export class Rollout {
     }, Math.max(1000, this.leaseMs / 4));
     const started: ContainerInfo[] = [];
     let staged: Promise<void> | undefined;
+    const phases = new Phases();
     try {
       const project = await repos.projects.byId(d.project_id);
       if (project === undefined) throw new DeployFailure('The project was deleted.');
       const owner = containers.ownerOf(project, d.id);
       await refreshProjectStatus(repos, project.id, iso(clock.now()));
+      // With the host ports chosen now, the router prepares the switch while the commit is fetched
+      // and built: its reload then overlaps the fetch, which mostly waits on git, instead of the
+      // engine's container start (docs/deploys.md#speed). A port taken by the time the container
+      // starts gives way to one the engine picks, and the switch reloads instead.
+      const hostPorts = containers.mode === 'published' && router.stage !== undefined ? await freeLoopbackPorts(project.replicas) : [];
+      if (hostPorts.length > 0) {
+        const hosts = await routing.hostsOf(project);
+        staged = router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
+          this.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
+        });
+      }
+      phases.mark('claimed');
 
       let image = d.image;
       let commit: { sha: string; message: string } | null = null;
       if (image === null) {
-        const built = await this.builder.build(d, project, owner, say, AbortSignal.any([lost.signal, this.interrupted]));
+        const built = await this.builder.build(d, project, owner, say, AbortSignal.any([lost.signal, this.interrupted]), phases);
         image = built.image;
         commit = built.commit;
       } else if (d.source === 'template') {
@@ -128,30 +142,29 @@ export class Rollout {
       } else {
         say(`Reusing image ${image} (${d.source}); no build.`);
       }
+      phases.mark('image');
       const deploying = await queue.advance(d.id, worker, { kind: 'built' }, { image, ...(commit === null ? {} : { commit_sha: commit.sha, commit_message: commit.message }) });
       if (deploying === null) throw new DeployFailure('The deployment was taken over (its lease ran out).');
       await refreshProjectStatus(repos, project.id, iso(clock.now()));
       buildLog.notify(d.id);
+      phases.mark('built');
 
       // A workspace's deletion takes its projects with it.
       const ws = await repos.workspaces.byId(project.workspace_id);
       if (ws === undefined) throw new DeployFailure('The project was deleted.');
       const network = await containers.network(ws);
+      phases.mark('network');
       const env = await containers.envOf(project);
+      phases.mark('env');
       say(`Starting ${project.replicas.toString()} replica(s) of ${image}.`);
-      // With the host ports chosen here, the router prepares the switch while the containers start.
-      const hostPorts = containers.mode === 'published' && router.stage !== undefined ? await freeLoopbackPorts(project.replicas) : [];
-      if (hostPorts.length > 0) {
-        const hosts = await routing.hostsOf(project);
-        staged = router.stage?.(project.id, { hosts, upstreams: hostPorts.map((port) => ({ host: '127.0.0.1', port })) }).catch((err: unknown) => {
-          this.log.warn({ err, deployment: d.id }, 'staging the route failed; the switch reloads the router instead');
-        });
-      }
       for (let i = 0; i < project.replicas; i++) {
         started.push(await containers.start(project, owner, image, env, `${ws.slug}-${project.slug}-${d.id.slice(-8)}-${i.toString()}`, network, hostPorts[i]));
       }
+      phases.mark('start');
       const healthy = await this.waitHealthy(started, project.health_path, say, this.interrupted);
+      phases.mark('health');
       await staged;
+      phases.mark('staged');
       say('All replicas answer; switching traffic.');
 
       // The switch: new upstreams first, then the old deployment retires. The last lines are
@@ -167,6 +180,8 @@ export class Rollout {
         for (const p of running) await queue.advance(p.id, null, { kind: 'supersede' });
         return running;
       });
+      phases.mark('switch');
+      this.log.info({ deployment: d.id, phases: phases.report() }, 'deployment phases');
       // The old containers get their grace period to finish in-flight work, without holding
       // this worker; should this fail, the reconciler removes them as orphans.
       for (const p of previous) {
