@@ -217,22 +217,41 @@ export interface Serve {
   request<T = unknown>(method: string, path: string, body?: unknown): Promise<Answer<T>>;
   /** the store's instance id (meta table): every container and image Slipway makes carries it */
   instanceId(): string;
+  /** the operator's metrics listener (`http://host:port`), as the server logged it */
+  metricsUrl(): string | undefined;
   /** SIGTERM (graceful: stops nginx too), SIGKILL after 20 s; then no nginx of ours is left either */
   stop(): Promise<void>;
+}
+
+/** The node options of bin/slipway's `#!/usr/bin/env -S node …` line: the server runs as it does when executed. */
+export function launcherFlags(): string[] {
+  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first);
+  return (m?.[1] ?? '').split(' ').filter((a) => a !== '');
 }
 
 /**
  * `bin/slipway serve` on free loopback ports, a temp data dir, Docker Engine and the nginx router,
  * cloning from `gitBaseUrl`. Resolves once /healthz answers and the bootstrap key is written.
  */
-export async function startServe(gitBaseUrl: string, extra: string[] = [], opts: { stdoutFile?: string } = {}): Promise<Serve> {
+export async function startServe(
+  gitBaseUrl: string,
+  extra: string[] = [],
+  opts: {
+    stdoutFile?: string;
+    /** a restart: the data dir and ports of an earlier (stopped) start */
+    again?: Pick<Serve, 'dataDir' | 'api' | 'routerPort'>;
+    /** options for the server's node (besides SLIPWAY_BENCH_NODE_ARGS) */
+    nodeArgs?: string[];
+  } = {},
+): Promise<Serve> {
   assertBuilt();
   // short: the nginx control socket path must stay under 100 bytes
-  const dataDir = mkdtempSync(join(tmpdir(), 'swb-'));
+  const dataDir = opts.again?.dataDir ?? mkdtempSync(join(tmpdir(), 'swb-'));
   // open like a default install's ./data (mkdir, 0755), so that nginx's workers reach the router directory
   chmodSync(dataDir, 0o755);
-  const apiPort = await freePort();
-  const routerPort = await freePort();
+  const apiPort = opts.again === undefined ? await freePort() : Number(new URL(opts.again.api).port);
+  const routerPort = opts.again?.routerPort ?? (await freePort());
   const appsDomain = 'apps.bench';
   const args = [
     BIN,
@@ -248,7 +267,9 @@ export async function startServe(gitBaseUrl: string, extra: string[] = [], opts:
   ];
   // stdoutFile: the log goes to a file, unread (a load test would otherwise spend this process's CPU parsing it)
   const out = opts.stdoutFile === undefined ? 'pipe' : openSync(opts.stdoutFile, 'w');
-  const child: ChildProcess = spawn(process.execPath, args, { env: slipwayEnv({ SLIPWAY_ENGINE: 'docker' }), stdio: ['ignore', out, 'pipe'] });
+  // SLIPWAY_BENCH_NODE_ARGS: options for the server's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" for a CPU profile of the run
+  const nodeArgs = [...launcherFlags(), ...(opts.nodeArgs ?? []), ...(process.env['SLIPWAY_BENCH_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '')];
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...args], { env: slipwayEnv({ SLIPWAY_ENGINE: 'docker' }), stdio: ['ignore', out, 'pipe'] });
   if (typeof out === 'number') closeSync(out);
   const pid = child.pid;
   if (pid === undefined) throw new Error('bin/slipway could not be started');
@@ -312,6 +333,10 @@ export async function startServe(gitBaseUrl: string, extra: string[] = [], opts:
       }
       return { status: res.status, data, text };
     },
+    metricsUrl: () => {
+      const line = logs.find((l) => typeof l.line['msg'] === 'string' && l.line['msg'].startsWith('metrics for the operator'));
+      return typeof line?.line['url'] === 'string' ? line.line['url'] : undefined;
+    },
     instanceId: () => {
       const db = new Database(join(dataDir, 'slipway.db'), { readonly: true, fileMustExist: true });
       try {
@@ -352,7 +377,7 @@ export async function startServe(gitBaseUrl: string, extra: string[] = [], opts:
     serve.key = readFileSync(join(dataDir, 'bootstrap-key'), 'utf8').trim();
   } catch (err) {
     await serve.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (opts.again === undefined) rmSync(dataDir, { recursive: true, force: true });
     throw err;
   }
   return serve;
@@ -398,8 +423,8 @@ async function dockerIds(args: string[]): Promise<string[]> {
 }
 
 /** Removes every container, network and image carrying one of the labels (`key=value`). */
-export async function purgeByLabels(labels: readonly string[]): Promise<{ containers: number; networks: number; images: number }> {
-  const out = { containers: 0, networks: 0, images: 0 };
+export async function purgeByLabels(labels: readonly string[]): Promise<{ containers: number; networks: number; images: number; volumes: number }> {
+  const out = { containers: 0, networks: 0, images: 0, volumes: 0 };
   for (const label of labels) {
     const containers = await dockerIds(['ps', '-aq', '--no-trunc', '--filter', `label=${label}`]);
     if (containers.length > 0) {
@@ -410,6 +435,12 @@ export async function purgeByLabels(labels: readonly string[]): Promise<{ contai
   for (const label of labels) {
     for (const n of await dockerIds(['network', 'ls', '-q', '--filter', `label=${label}`])) {
       if (await execFileP('docker', ['network', 'rm', n]).then(() => true, () => false)) out.networks++;
+    }
+  }
+  // databases' and template instances' data
+  for (const label of labels) {
+    for (const v of await dockerIds(['volume', 'ls', '-q', '--filter', `label=${label}`])) {
+      if (await execFileP('docker', ['volume', 'rm', v]).then(() => true, () => false)) out.volumes++;
     }
   }
   // children before parents, in a few passes

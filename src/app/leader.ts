@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import type { FastifyBaseLogger } from 'fastify';
 import type { LogStore } from '../domain/logs.js';
 import type { Engine } from '../domain/ports.js';
 import { GitSource } from '../adapters/git/index.js';
 import { createRouterDriver, type RouterDriver, type RouterLog } from '../adapters/router/index.js';
 import { DockerRuntime } from '../adapters/runtime/docker/docker.runtime.js';
+import { dockerClient } from '../adapters/runtime/docker/client.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { engineContainers } from '../modules/billing/meter.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
@@ -50,7 +50,7 @@ export interface LeaderContext {
  */
 export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   const { config, deps, services, leader, log } = c;
-  const runtime = new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit });
+  const runtime = new DockerRuntime({ docker: await dockerClient(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit });
   try {
     await runtime.check();
   } catch (err) {
@@ -170,7 +170,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
  * reads the pods from the engine it reaches; restarts go to the leader's reconciler.
  */
 export async function observeEngine(config: Config, deps: Parts): Promise<Engine> {
-  return standbyEngine(new DockerRuntime({ docker: new Docker(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
+  return standbyEngine(new DockerRuntime({ docker: await dockerClient(), builder: config.builder, networkPool: config.networkPool, pidsLimit: config.pidsLimit }), await instanceId(deps.store), { deployments: deps.store.repos.deployments, clock: deps.clock });
 }
 
 /**

@@ -2,7 +2,6 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
 import type { Dialect } from './dialects.js';
 import { migrationProvider } from './migrations/index.js';
 import { AccessCache } from './repositories/access-cache.js';
@@ -39,7 +38,8 @@ export { isPostgresUrl };
 
 /** `postgres://…` selects PostgreSQL; anything else is an SQLite file path (`sqlite:` optional). */
 export async function createStore(url: string, opts: { upTo?: string; readConnection?: boolean } = {}): Promise<Store> {
-  const store = isPostgresUrl(url) ? openPostgres(url) : openSqlite(url.replace(/^sqlite:/, ''), opts.readConnection ?? true);
+  // pg is loaded only for PostgreSQL
+  const store = isPostgresUrl(url) ? openPostgres(url, (await import('pg')).default) : openSqlite(url.replace(/^sqlite:/, ''), opts.readConnection ?? true);
   try {
     await migrate(store, opts.upTo);
   } catch (err) {
@@ -96,7 +96,7 @@ function openSqlite(file: string, readConnection: boolean): Store {
   };
 }
 
-function openPostgres(url: string): Store {
+function openPostgres(url: string, pg: typeof import('pg').default): Store {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // An idle client that loses its server emits 'error' on the pool; without a listener that
   // would crash the process. The next query reports the failure instead.

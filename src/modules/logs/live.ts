@@ -1,5 +1,5 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { AppError } from '../../domain/errors.js';
 import type { LogEntry, LogFilter, LogPosition, LogStore } from '../../domain/logs.js';
 import { LOG_CHANNEL } from '../../store/logs/postgres.log-store.js';
@@ -191,6 +191,10 @@ class Feed {
  * every line as it is stored, in the store's id order, with no gap and no repeat. Call `notify`
  * when this process stored lines (the LogWriter's onStored).
  */
+
+/** the pg module, once a LISTEN connection was first wanted */
+let pgModule: typeof pg | undefined;
+
 export class LiveLogs {
   private readonly feeds = new Map<string, Feed>();
   private readonly subs = new Set<Subscription>();
@@ -295,7 +299,20 @@ export class LiveLogs {
   private listen(): void {
     const url = this.options.postgresUrl;
     if (url === undefined || this.listener !== null || this.closed) return;
-    const client = new pg.Client({ connectionString: url });
+    if (pgModule === undefined) {
+      // the driver is loaded on PostgreSQL only
+      import('pg').then(
+        (m) => {
+          pgModule = m.default;
+          this.listen();
+        },
+        (err: unknown) => {
+          this.onError(err);
+        },
+      );
+      return;
+    }
+    const client = new pgModule.Client({ connectionString: url });
     this.listener = client;
     client.on('notification', (m) => {
       // `<project id> <last id>`
