@@ -47,6 +47,20 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
   });
   const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => null, (e: unknown) => e);
 
+  it('upserts a sampler pass of resource minutes in batches: every row kept, the last of a repeated one wins, a later pass updates', async () => {
+    const minute = '2026-11-21T10:00:00.000Z';
+    const row = (i: number, cpu: number) => ({ resource_id: `r-${kind}-${i.toString()}`, minute, cpu_millicores: cpu, memory_bytes: 1_000_000 + i, memory_limit_bytes: null, rx_bytes: i, tx_bytes: 2 * i, samples: 1 });
+    const pass = Array.from({ length: 1234 }, (_, i) => row(i, 10));
+    await store.repos.metrics.put([...pass, row(7, 99)]);
+    const latest = await store.repos.metrics.latest(minute);
+    const mine = [...latest.values()].filter((m) => m.resource_id.startsWith(`r-${kind}-`));
+    expect(mine).toHaveLength(1234);
+    expect(latest.get(`r-${kind}-7`)?.cpu_millicores).toBe(99);
+    expect(latest.get(`r-${kind}-1233`)).toMatchObject({ memory_bytes: 1_001_233, rx_bytes: 1233, tx_bytes: 2466, memory_limit_bytes: null });
+    await store.repos.metrics.put([{ ...row(1233, 55), samples: 2, memory_limit_bytes: 512 }]);
+    expect((await store.repos.metrics.since(`r-${kind}-1233`, minute))[0]).toMatchObject({ cpu_millicores: 55, samples: 2, memory_limit_bytes: 512 });
+  });
+
   it('reports its dialect', () => {
     expect(store.dialect).toBe(kind);
   });

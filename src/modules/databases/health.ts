@@ -37,23 +37,30 @@ export async function databaseHealthOf(
 
 /**
  * The engine measures volumes only in its whole disk-usage report (`docker system df`), which
- * takes seconds on a busy engine: sizes are kept for a minute per runtime and refreshed once at
- * a time, so GET …/databases/:db_slug does not wait for it more than once a minute.
+ * takes seconds on a busy engine: sizes are kept per runtime and refreshed in the background,
+ * once at a time, when older than a minute. GET …/databases/:db_slug waits for the report only
+ * the first time it asks for a volume; afterwards it answers with the size kept (at most a
+ * minute and one report old) while the next is measured.
  */
 const VOLUME_SIZES_FOR_MS = 60_000;
-const sizes = new WeakMap<object, { at: number; pending: Promise<void> | null; byName: Map<string, number | null> }>();
+const sizes = new WeakMap<object, { pending: Promise<void> | null; byName: Map<string, { size: number | null; at: number }> }>();
 
 async function volumeSize(runtime: Pick<Runtime, 'volumeSize'>, name: string, clock: Clock): Promise<number | null> {
   let entry = sizes.get(runtime);
-  if (entry === undefined) sizes.set(runtime, (entry = { at: 0, pending: null, byName: new Map() }));
+  if (entry === undefined) sizes.set(runtime, (entry = { pending: null, byName: new Map() }));
   const e = entry;
   const known = e.byName.get(name);
-  if (known !== undefined && clock.now().getTime() - e.at < VOLUME_SIZES_FOR_MS) return known;
-  e.pending ??= runtime
-    .volumeSize(name)
-    .then((size) => { e.byName.set(name, size); e.at = clock.now().getTime(); })
-    .catch(() => undefined)
-    .finally(() => { e.pending = null; });
-  await e.pending;
-  return e.byName.get(name) ?? null;
+  if (known !== undefined && clock.now().getTime() - known.at < VOLUME_SIZES_FOR_MS) return known.size;
+  const refresh = () =>
+    (e.pending ??= runtime
+      .volumeSize(name)
+      .then((size) => { e.byName.set(name, { size, at: clock.now().getTime() }); })
+      .catch(() => undefined)
+      .finally(() => { e.pending = null; }));
+  const pending = refresh();
+  if (known !== undefined) return known.size;
+  await pending;
+  // the report that was under way may have been another volume's: this one's is asked for next
+  if (!e.byName.has(name)) await refresh();
+  return e.byName.get(name)?.size ?? null;
 }
