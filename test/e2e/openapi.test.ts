@@ -3,6 +3,8 @@ import { lintFromString, loadConfig } from '@redocly/openapi-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../factories/harness.js';
 import { operations, type OpenApiDocument } from '../factories/openapi.js';
+import { compileEverySerializer } from '../../src/http/serialization.js';
+import { compileEveryValidator } from '../../src/http/validation.js';
 
 /** The repository's root, where redocly.yaml and its ignore file live. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -48,6 +50,12 @@ describe('the OpenAPI document', () => {
     doc = JSON.parse(text) as Doc;
   });
   afterAll(async () => s.close());
+
+  it('compiles every route\'s validators and response serializers, which a start leaves until first use', () => {
+    // a broken schema throws here instead of failing its route's first request
+    expect(() => compileEveryValidator() + compileEverySerializer()).not.toThrow();
+    expect(compileEveryValidator() + compileEverySerializer()).toBe(0);
+  });
 
   it('is OpenAPI 3.1 with the X-API-Key scheme', () => {
     expect(doc.openapi).toBe('3.1.0');
