@@ -19,9 +19,18 @@ const KNOWN = new Set(Intl.supportedValuesOf('currency').map((c) => c.toUpperCas
 
 export const isCurrency = (code: string): boolean => /^[A-Z]{3}$/.test(code) && KNOWN.has(code);
 
+/** by currency: an Intl.NumberFormat costs ICU work each time it is made */
+const digitsOf = new Map<string, number>();
+
 /** Digits after the point of the currency's minor unit: 2 for USD, 0 for JPY. */
 export function minorDigits(currency: string): number {
-  return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  let digits = digitsOf.get(currency);
+  if (digits === undefined) {
+    digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+    // only the codes this Node knows are kept: the map stays as small as ISO 4217
+    if (KNOWN.has(currency)) digitsOf.set(currency, digits);
+  }
+  return digits;
 }
 
 /** micro-units in one minor unit: 10,000 for USD (cents), 1,000,000 for JPY */
