@@ -296,8 +296,9 @@ async function main(): Promise<void> {
       const v8InUse = await v8Memory(s);
       const reads = await readLatencies(s, names, dbs, READ_ROUNDS);
       console.log(`reads (p99 ms, goal <= ${String(READ_P99_GOAL_MS)}): ${Object.entries(reads).map(([k, v]) => `${k} ${String(v.p99)}`).join(', ')}`);
-      const heapInUse = await heapHolders(s, snapshots);
+      // before the heap snapshot, whose writing takes memory of its own
       peakKiB = Math.max(peakKiB, procStatusKiB(s.pid, 'VmHWM'));
+      const heapInUse = await heapHolders(s, snapshots);
       console.log(`everything on: slipway RSS median ${String(summary(inUse.map((x) => x.slipway_rss_mib)).median)} MiB; V8 ${JSON.stringify(v8InUse)}`);
 
       // a restart with all of it: what a long-running installation holds after an upgrade or a reboot
