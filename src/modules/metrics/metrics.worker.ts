@@ -139,10 +139,12 @@ export class ResourceSampler {
     }
     for (const id of [...this.latest.keys()]) if (!seen.has(id)) this.latest.delete(id);
     for (const id of [...this.previous.keys()]) if (!seen.has(id)) this.previous.delete(id);
+    // the minutes that ended, written together (one statement per 500 rows, not one per resource)
+    const ended: MetricsMinute[] = [];
     for (const [resource, r] of perResource) {
       let m = this.minutes.get(resource);
       if (m !== undefined && m.minute !== minute) {
-        await this.metrics.put([rowOf(resource, m)]);
+        ended.push(rowOf(resource, m));
         m = undefined;
       }
       m ??= { minute, cpu: 0, memory: 0, limit: null, rx: 0, tx: 0, samples: 0 };
@@ -154,6 +156,7 @@ export class ResourceSampler {
       m.samples++;
       this.minutes.set(resource, m);
     }
+    await this.metrics.put(ended);
     await this.flush(false, minute);
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
