@@ -345,6 +345,8 @@ export interface Runtime {
   run(spec: ContainerSpec): Promise<ContainerInfo>;
   inspect(idOrName: string): Promise<ContainerInfo | null>;
   list(selector: Selector): Promise<ContainerInfo[]>;
+  /** The ids of the running containers of `selector`, in one engine call (list() also inspects each). */
+  runningIds(selector: Selector): Promise<string[]>;
   /** Stops it (idempotent: a stopped or missing container is left as it is). */
   stop(idOrName: string, opts?: StopOptions): Promise<void>;
   /** Removes it, running or not; false when it was already gone. */

@@ -371,6 +371,12 @@ export function runtimeConformance(name: string, makeRuntime: () => Promise<Runt
       expect(byDeployment.map((c) => c.id)).toEqual([other.id]);
       expect(byDeployment[0]?.hostPort).toBeNull();
       expect(await rt.list({ labels: { [SUITE_LABEL]: `${suite}-none` } })).toEqual([]);
+
+      // the running ones' ids alone, in one call: a stopped container is not among them
+      expect((await rt.runningIds({ owner: { project: owner().project } })).sort()).toEqual([web.id, other.id].sort());
+      await rt.stop(other.id, { graceSeconds: 0 });
+      expect(await rt.runningIds({ owner: { project: owner().project } })).toEqual([web.id]);
+      expect(await rt.runningIds({ labels: { [SUITE_LABEL]: `${suite}-none` } })).toEqual([]);
       await rt.remove(other.id);
     });
 

@@ -85,6 +85,12 @@ async function v1(id: string): Promise<Omit<Counters, 'rxBytes' | 'txBytes'> | n
   return { cpuNs: Number(usage.trim()), memoryBytes: Math.max(0, Number(mem.trim()) - inactive), memoryLimitBytes: max === null || max > 2 ** 60 ? null : max };
 }
 
+/** Whether `pid` is still container `id`'s process on this host (its cgroup names the container); false without a pid or a /proc of the host. */
+export async function ownProcess(id: string, pid: number | null): Promise<boolean> {
+  if (pid === null) return false;
+  return (await read(`/proc/${pid.toString()}/cgroup`))?.includes(id) === true;
+}
+
 /** The counters of container `id` (full id) whose main process is `pid` on this host; null when its cgroup is not visible here. */
 export async function readCgroups(id: string, pid: number | null): Promise<Counters | null> {
   if (!/^[0-9a-f]{64}$/.test(id)) return null;

@@ -2,7 +2,7 @@ import { iso, type Clock } from '../../domain/clock.js';
 import { DATABASE_LABEL } from '../../domain/database.js';
 import type { ContainerInfo, ContainerUsage, Runtime } from '../../domain/runtime.js';
 import type { MetricsMinute, Repositories } from '../../store/repositories/index.js';
-import { readCgroups, type Counters } from './cgroups.js';
+import { ownProcess, readCgroups, type Counters } from './cgroups.js';
 
 export interface SamplerLog {
   info(obj: object, msg: string): void;
@@ -21,7 +21,7 @@ export interface ContainerSample extends ContainerUsage {
 }
 
 export interface SamplerOptions {
-  runtime: Pick<Runtime, 'list' | 'stats'>;
+  runtime: Pick<Runtime, 'runningIds' | 'inspect' | 'stats'>;
   /** where each resource's minutes are written */
   metrics: Repositories['metrics'];
   clock: Clock;
@@ -32,6 +32,8 @@ export interface SamplerOptions {
   everyMs?: number;
   /** how counters are read; default: the cgroup files, the engine's stats where they are not visible */
   read?: (c: ContainerInfo) => Promise<Counters | null>;
+  /** whether a container's known main process is still its own (a restart gives it another); default: its /proc cgroup names it */
+  sameProcess?: (c: ContainerInfo) => Promise<boolean>;
 }
 
 /** How long the minutes are kept. */
@@ -58,6 +60,8 @@ interface Minute {
 export class ResourceSampler {
   private readonly previous = new Map<string, { at: number; counters: Counters }>();
   private readonly latest = new Map<string, ContainerSample>();
+  /** each running container as last inspected: a pass inspects only new or restarted ones */
+  private readonly known = new Map<string, ContainerInfo>();
   private readonly minutes = new Map<string, Minute>();
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -66,12 +70,13 @@ export class ResourceSampler {
   private mode: 'cgroups' | 'engine' | null = null;
 
   readonly everyMs: number;
-  private readonly runtime: Pick<Runtime, 'list' | 'stats'>;
+  private readonly runtime: Pick<Runtime, 'runningIds' | 'inspect' | 'stats'>;
   private readonly metrics: Repositories['metrics'];
   private readonly clock: Clock;
   private readonly labels: Record<string, string>;
   private readonly log: SamplerLog;
   private readonly readCounters: (c: ContainerInfo) => Promise<Counters | null>;
+  private readonly sameProcess: (c: ContainerInfo) => Promise<boolean>;
 
   constructor(o: SamplerOptions) {
     this.runtime = o.runtime;
@@ -81,6 +86,7 @@ export class ResourceSampler {
     this.log = o.log;
     this.everyMs = o.everyMs ?? 10_000;
     this.readCounters = o.read ?? ((x) => readCgroups(x.id, x.pid));
+    this.sameProcess = o.sameProcess ?? ((x) => ownProcess(x.id, x.pid));
   }
 
   start(): void {
@@ -116,8 +122,33 @@ export class ResourceSampler {
     return this.running;
   }
 
+  /**
+   * The running containers: one list call, and an inspection only of those not seen before or
+   * whose main process changed since (a restart). With 2,000 containers a pass used to inspect
+   * each of them every 10 s.
+   */
+  private async runningContainers(): Promise<ContainerInfo[]> {
+    const ids = await this.runtime.runningIds({ labels: this.labels });
+    const present = new Set(ids);
+    for (const id of [...this.known.keys()]) if (!present.has(id)) this.known.delete(id);
+    const infos = await Promise.all(
+      ids.map(async (id) => {
+        const known = this.known.get(id);
+        if (known !== undefined && (this.mode === 'engine' || (await this.sameProcess(known)))) return known;
+        const info = await this.runtime.inspect(id);
+        if (info?.state !== 'running') {
+          this.known.delete(id);
+          return null;
+        }
+        this.known.set(id, info);
+        return info;
+      }),
+    );
+    return infos.filter((c) => c !== null);
+  }
+
   private async sample(): Promise<void> {
-    const containers = (await this.runtime.list({ labels: this.labels })).filter((c) => c.state === 'running');
+    const containers = await this.runningContainers();
     const now = this.clock.now().getTime();
     const minute = `${iso(new Date(now)).slice(0, 16)}:00.000Z`;
     const perResource = new Map<string, { cpu: number; memory: number; limit: number | null; rx: number; tx: number }>();

@@ -584,6 +584,11 @@ export class DockerRuntime implements Runtime {
     return infos.filter((i) => i !== null).sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  async runningIds(selector: Selector): Promise<string[]> {
+    const found = await this.docker.listContainers({ all: false, filters: { label: labelFilter(selector) } });
+    return found.map((c) => c.Id);
+  }
+
   async stop(idOrName: string, opts: StopOptions = {}): Promise<void> {
     try {
       await this.docker.getContainer(idOrName).stop({ t: opts.graceSeconds ?? 10 });
