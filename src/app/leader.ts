@@ -56,6 +56,10 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   } catch (err) {
     throw new StartError(`no usable Docker Engine answers (${err instanceof Error ? err.message : String(err)}); start dockerd or set DOCKER_HOST, or run with --engine none for the API alone.`);
   }
+  // cross-network isolation Docker cannot lift (docs/security.md#network-isolation); without it, said loudly
+  const guard = await runtime.isolation();
+  if (guard.on) log.info({ rules: guard.rules }, 'network isolation guard: on (mangle FORWARD rules between slw-* bridges)');
+  else log.warn({ why: guard.why }, `network isolation guard: OFF: ${guard.why}. Workspace networks are then kept apart by Docker's own rules alone, which Docker Engine 20.10 lifts for an instant whenever any network is created (docs/security.md#network-isolation).`);
   // what this installation's engine objects carry (docs/operations.md#several-installations-on-one-engine)
   const instance = await instanceId(deps.store);
   const labels = instanceLabels(instance);

@@ -161,6 +161,26 @@ describe('two installations on one engine, with the same workspace slug', () => 
     }
   }, 120_000);
 
+  it('stays apart while networks are being created on the engine (Docker lifts its own isolation for an instant at each)', async () => {
+    const [a, b] = installations;
+    if (a === undefined || b === undefined) throw new Error('setup failed');
+    // each installation's bridges are named for the guard, whose rules are in the mangle table
+    for (const i of [a, b]) {
+      const [net] = Object.keys((await docker.getContainer(i.app.id).inspect()).NetworkSettings.Networks);
+      const options = (await docker.getNetwork(net ?? '').inspect() as { Options: Record<string, string> }).Options;
+      expect(options['com.docker.network.bridge.name']).toMatch(/^slw-[0-9a-f]{10}$/);
+    }
+    // A's app pings B's app 100 times a second while another tenant's networks come and go: without
+    // the guard, each creation let replies through (docs/security.md#network-isolation)
+    const pinging = execIn(a.app.id, ['ping', '-c', '600', '-i', '0.01', '-W', '1', b.app.address]);
+    for (let n = 0; n < 12; n++) {
+      const net = await docker.createNetwork({ Name: `churn-${randomBytes(4).toString('hex')}`, Driver: 'bridge' });
+      await net.remove();
+    }
+    const { out } = await pinging;
+    expect(out).toMatch(/600 packets transmitted, 0 packets received/);
+  }, 120_000);
+
   it('after an upgrade, attaches the containers on an older `ws-<slug>` network to the renamed one with their DNS names, and removes the old network once unused', async () => {
     const [a] = installations;
     if (a === undefined) throw new Error('setup failed');

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -32,6 +33,7 @@ import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusO
 import { packBuildContext } from './build-context.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
 import { Channel, LineSplitter } from './feed.js';
+import { bridgeName, guardIsolation, thisHost, type GuardHost, type IsolationGuard } from './isolation-guard.js';
 import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
 import { DEFAULT_NETWORK_POOL, freeSubnet, poolCapacity, type NetworkPool } from './network-pool.js';
 import { scrubEnv } from './scrub.js';
@@ -58,6 +60,11 @@ export interface DockerRuntimeOptions {
    * default DEFAULT_PIDS_LIMIT. A fork past it fails inside the container.
    */
   pidsLimit?: number;
+  /**
+   * Where the isolation guard adds its firewall rules (isolation-guard.ts): this machine's iptables
+   * by default; null leaves them out (the engine's own isolation alone).
+   */
+  isolationGuard?: GuardHost | null;
 }
 
 /** Processes (threads included) a container may run at once unless configured otherwise (`--pids-limit`). */
@@ -118,6 +125,9 @@ export class DockerRuntime implements Runtime {
   private readonly pidsLimit: number;
   /** subnet picks of this process, one at a time (other processes are caught by the engine's overlap check) */
   private picking: Promise<unknown> = Promise.resolve();
+  private readonly guardHost: GuardHost | null;
+  /** the isolation guard's rules, added before this process creates its first network */
+  private guarded: Promise<IsolationGuard> | undefined;
 
   constructor(opts: DockerRuntimeOptions) {
     this.docker = opts.docker;
@@ -125,6 +135,17 @@ export class DockerRuntime implements Runtime {
     this.builder = opts.builder ?? 'buildkit';
     this.networkPool = opts.networkPool === undefined ? DEFAULT_NETWORK_POOL : opts.networkPool;
     this.pidsLimit = opts.pidsLimit ?? DEFAULT_PIDS_LIMIT;
+    this.guardHost = opts.isolationGuard === undefined ? thisHost() : opts.isolationGuard;
+  }
+
+  /**
+   * The isolation guard (docs/security.md#network-isolation): its rules are added once per process,
+   * before the first network is created; `why` says what stopped it (the start-up logs it).
+   */
+  isolation(): Promise<IsolationGuard> {
+    const host = this.guardHost;
+    this.guarded ??= host === null ? Promise.resolve({ on: false, why: 'the isolation guard is off for this runtime' }) : guardIsolation(host);
+    return this.guarded;
   }
 
   async check(): Promise<EngineInfo> {
@@ -202,8 +223,14 @@ export class DockerRuntime implements Runtime {
    * ours ("Pool overlaps"), and the next free one is tried.
    */
   private async createWithSubnet(options: Docker.NetworkCreateOptions): Promise<{ id: string; subnet: string | null }> {
+    await this.isolation();
+    // the bridge is named `slw-…`, which the isolation guard's rules know it by
+    const named = (subnet: string | null): Docker.NetworkCreateOptions => ({
+      ...options,
+      Options: { ...options.Options, 'com.docker.network.bridge.name': bridgeName(subnet, () => randomBytes(6).toString('hex')) },
+    });
     const pool = this.networkPool;
-    if (pool === null) return { id: (await this.docker.createNetwork(options)).id, subnet: null };
+    if (pool === null) return { id: (await this.docker.createNetwork(named(null))).id, subnet: null };
     const pick = this.picking.then(async () => {
       const lost = new Set<string>();
       for (let attempt = 1; ; attempt++) {
@@ -215,10 +242,11 @@ export class DockerRuntime implements Runtime {
           );
         }
         try {
-          const net = await this.docker.createNetwork({ ...options, IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } });
+          const net = await this.docker.createNetwork({ ...named(subnet), IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } });
           return { id: net.id, subnet };
         } catch (err) {
-          if (!/overlaps/i.test(engineMessage(err)) || attempt >= SUBNET_ATTEMPTS) throw err;
+          // another process took the subnet first (its bridge, named by the subnet, may be found first)
+          if (!/overlaps|same bridge name/i.test(engineMessage(err)) || attempt >= SUBNET_ATTEMPTS) throw err;
           lost.add(subnet);
         }
       }
