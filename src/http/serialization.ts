@@ -1,4 +1,5 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import { onFirstUse } from './lazy.js';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 type Serializer = ReturnType<ReturnType<SerializerFactory>>;
@@ -12,7 +13,7 @@ const compiled = new Map<string, WeakMap<object, Serializer>>();
  * the response schemas are the modules' constants, so an app built again in the same process (a
  * standby's, every test server) reuses them instead of compiling each route again. Set as the
  * app's `schemaController.compilersFactory.buildSerializer`. Each is compiled on its first
- * response (the tests compile them all, compileEverySerializer(), so none fails first in use).
+ * response (the tests compile them all, compileEveryPending(), so none fails first in use).
  */
 export const cachedSerializers: SerializerFactory = (externalSchemas, options) => {
   const compile = build(externalSchemas, options);
@@ -24,25 +25,10 @@ export const cachedSerializers: SerializerFactory = (externalSchemas, options) =
     if (typeof schema !== 'object' || schema === null) return compile(route);
     const known = cache.get(schema);
     if (known !== undefined) return known;
-    // compiled on its first response: a start compiles none (most routes answer seldom or never)
-    let serializer: Serializer | undefined;
-    const once = () => {
-      uncompiled.delete(once);
-      return (serializer ??= compile(route));
-    };
-    uncompiled.add(once);
-    const made: Serializer = (data) => (serializer ?? once())(data);
+    // compiled on its first response (src/http/lazy.ts): a start compiles none (most routes answer seldom or never)
+    const serializer = onFirstUse(() => compile(route));
+    const made: Serializer = (data) => serializer()(data);
     cache.set(schema, made);
     return made;
   };
 };
-
-/** The serializers handed out and not yet used: compileEverySerializer() compiles them. */
-const uncompiled = new Set<() => Serializer>();
-
-/** Compiles every serializer handed out so far and not yet used; how many it compiled. Throws what fast-json-stringify throws for a broken schema. */
-export function compileEverySerializer(): number {
-  const pending = [...uncompiled];
-  for (const once of pending) once();
-  return pending.length;
-}

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { isEmailAddress } from '../domain/email.js';
+import { onFirstUse } from './lazy.js';
 
 /**
  * Two Ajv instances: bodies are validated as sent (no coercion, unknown fields rejected, not
@@ -81,60 +82,41 @@ function checkedSpelling(validate: Validator, fields: Map<string, Record<string,
  * so an app built again in the same process (a standby's, every test server) reuses them instead
  * of compiling each route again (about a second of CPU per app).
  */
-let compilers: { strict: Ajv; coercing: Ajv; checked: WeakMap<object, Validator> } | undefined;
+let compilers: { strict: Ajv; coercing: Ajv; byPart: WeakMap<object, Validator> } | undefined;
 
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
-  compilers ??= { strict: makeAjv(false), coercing: makeAjv(true), checked: new WeakMap() };
-  const { strict, coercing, checked } = compilers;
+  compilers ??= { strict: makeAjv(false), coercing: makeAjv(true), byPart: new WeakMap() };
+  const { strict, coercing, byPart } = compilers;
+  // by schema object: each schema object is only ever one part of a route (a body, a query, params)
   return ({ schema, httpPart }) => {
-    // Ajv keeps what it compiled by schema object
-    if (httpPart === 'body') {
-      const body = bodies.get(schema as object) ?? lazily(() => strict.compile(schema as object));
-      bodies.set(schema as object, body);
-      return body;
-    }
-    const known = checked.get(schema as object);
+    const known = byPart.get(schema as object);
     if (known !== undefined) return known;
-    const fields = integerFields(schema, httpPart ?? 'querystring');
-    const validate = lazily(() => coercing.compile(schema as object));
-    const made = fields.size === 0 ? validate : checkedSpelling(validate, fields);
-    checked.set(schema as object, made);
+    let made: Validator;
+    if (httpPart === 'body') {
+      made = lazily(() => strict.compile(schema as object));
+    } else {
+      const fields = integerFields(schema, httpPart ?? 'querystring');
+      const validate = lazily(() => coercing.compile(schema as object));
+      made = fields.size === 0 ? validate : checkedSpelling(validate, fields);
+    }
+    byPart.set(schema as object, made);
     return made;
   };
 }
 
-/** The request bodies' validators, by schema object (as `checked` keeps the others). */
-const bodies = new WeakMap<object, Validator>();
-
-/** The validators handed out and not yet used: compileEveryValidator() compiles them. */
-const uncompiled = new Set<() => Validator>();
-
 /**
- * A validator compiled on its first use: a start compiles no route's schemas (about 0.3 s of CPU
- * and the code of ~150 validators, most of which an installation seldom or never calls). The
- * tests compile every one (compileEveryValidator), so no schema fails first in use.
+ * A validator compiled on its first use (src/http/lazy.ts): a start compiles no route's schemas
+ * (about 0.3 s of CPU and the code of ~150 validators).
  */
 function lazily(compile: () => Validator): Validator {
-  let compiled: Validator | undefined;
-  const once = () => {
-    uncompiled.delete(once);
-    return (compiled ??= compile());
-  };
-  uncompiled.add(once);
+  const compiled = onFirstUse(compile);
   const validate: Validator = (data: unknown) => {
-    const v = compiled ?? once();
+    const v = compiled();
     const ok = v(data);
     validate.errors = v.errors ?? null;
     return ok;
   };
   return validate;
-}
-
-/** Compiles every validator handed out so far and not yet used; how many it compiled. Throws what Ajv throws for a broken schema. */
-export function compileEveryValidator(): number {
-  const pending = [...uncompiled];
-  for (const once of pending) once();
-  return pending.length;
 }
 
 const PART_NAMES: Record<string, string> = { body: 'request body', querystring: 'query string', params: 'path' };

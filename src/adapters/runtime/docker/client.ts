@@ -44,7 +44,12 @@ function leaveOutUnusedParts(env: NodeJS.ProcessEnv): void {
 
 let loading: Promise<typeof Docker> | undefined;
 
-/** A dockerode client (DOCKER_HOST, else /var/run/docker.sock), its module loaded on first use. */
+/**
+ * A dockerode client (DOCKER_HOST, else /var/run/docker.sock), its module loaded on first use.
+ * `env` decides what is left out of that load (ssh2 unless DOCKER_HOST is ssh://), once per
+ * process: a later call with another `env` gets the first call's module. Slipway passes
+ * process.env; only client.test.ts passes another, each time in a fresh process.
+ */
 export async function dockerClient(env: NodeJS.ProcessEnv = process.env): Promise<Docker> {
   loading ??= (async () => {
     leaveOutUnusedParts(env);
