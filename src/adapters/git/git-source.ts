@@ -160,21 +160,16 @@ export class GitSource implements GitSourcePort {
       const ctx: RunContext = { env: this.environment(url, req.token, home), deadline, repo, branch, token: req.token };
       try {
         await this.run(ctx, 'clone', ['clone', '--quiet', '--depth', '1', '--single-branch', '--no-tags', '--branch', branch, '--', url, dir]);
-        if (req.commitSha !== undefined) {
-          const head = (await this.run(ctx, 'inspect', ['-C', dir, 'rev-parse', 'HEAD'])).trim();
-          if (head !== req.commitSha && req.requireHead === true) {
-            throw new GitSourceError('not_head', `${req.commitSha.slice(0, 12)} is no longer the head of ${branch} (now ${head.slice(0, 12)}); the newer push deploys it.`);
+        // the head's id and message in one git process (a process start is ~15 ms of a deploy here)
+        let { commitSha, commitMessage } = await this.headCommit(ctx, dir);
+        if (req.commitSha !== undefined && commitSha !== req.commitSha) {
+          if (req.requireHead === true) {
+            throw new GitSourceError('not_head', `${req.commitSha.slice(0, 12)} is no longer the head of ${branch} (now ${commitSha.slice(0, 12)}); the newer push deploys it.`);
           }
-          if (head !== req.commitSha) {
-            await this.run(ctx, 'fetch', ['-C', dir, 'fetch', '--quiet', '--depth', '1', '--no-tags', 'origin', req.commitSha], req.commitSha);
-            await this.run(ctx, 'inspect', ['-C', dir, 'checkout', '--quiet', '--detach', req.commitSha]);
-          }
+          await this.run(ctx, 'fetch', ['-C', dir, 'fetch', '--quiet', '--depth', '1', '--no-tags', 'origin', req.commitSha], req.commitSha);
+          await this.run(ctx, 'inspect', ['-C', dir, 'checkout', '--quiet', '--detach', req.commitSha]);
+          ({ commitSha, commitMessage } = await this.headCommit(ctx, dir));
         }
-        const log = await this.run(ctx, 'inspect', ['-C', dir, 'log', '-1', '--format=%H%x00%B']);
-        const nul = log.indexOf('\0');
-        const commitSha = log.slice(0, nul).trim();
-        const commitMessage = log.slice(nul + 1).replace(/\s+$/, '');
-        if (nul === -1 || !FULL_SHA.test(commitSha)) throw new GitSourceError('failed', `Reading the commit of ${repo} failed.`);
         if (req.keepGitDir !== true) await rm(join(dir, '.git'), { recursive: true, force: true });
         return { dir, commitSha, commitMessage };
       } catch (err) {
@@ -185,6 +180,15 @@ export class GitSource implements GitSourcePort {
       deadline.dispose();
       if (home !== undefined) await rm(home, { recursive: true, force: true });
     }
+  }
+
+  /** The checkout's HEAD: its full id and its message. */
+  private async headCommit(ctx: RunContext, dir: string): Promise<{ commitSha: string; commitMessage: string }> {
+    const log = await this.run(ctx, 'inspect', ['-C', dir, 'log', '-1', '--format=%H%x00%B']);
+    const nul = log.indexOf('\0');
+    const commitSha = log.slice(0, nul).trim();
+    if (nul === -1 || !FULL_SHA.test(commitSha)) throw new GitSourceError('failed', `Reading the commit of ${ctx.repo} failed.`);
+    return { commitSha, commitMessage: log.slice(nul + 1).replace(/\s+$/, '') };
   }
 
   /** git's environment (gitEnvironment), with the token as an extra HTTP header for this host only. */
