@@ -1,6 +1,6 @@
 // The built launcher `bin/slipway` as a user runs it: the first start's bootstrap key, the secret
 // key file, and `admin create-user` / `verify-user` beside a running server, on SQLite and PostgreSQL.
-// Needs `npx tsc -p tsconfig.build.json`.
+// Needs `make build`.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

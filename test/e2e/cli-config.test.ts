@@ -1,5 +1,5 @@
 // The built launcher `bin/slipway`: configuration errors (exit 2, the setting named), the operator's
-// metrics listener, a taken port, flags over variables. Needs `npx tsc -p tsconfig.build.json`.
+// metrics listener, a taken port, flags over variables. Needs `make build`.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';

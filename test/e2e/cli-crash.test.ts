@@ -1,5 +1,5 @@
 // The built launcher `bin/slipway`, killed with SIGKILL in the middle of a workspace delete: the
-// store keeps all of the workspace or none of it, on SQLite and PostgreSQL. Needs `npx tsc -p tsconfig.build.json`.
+// store keeps all of the workspace or none of it, on SQLite and PostgreSQL. Needs `make build`.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

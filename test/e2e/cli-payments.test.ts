@@ -1,5 +1,5 @@
 // The built launcher `bin/slipway`: the payment gateways off by default, the sandbox only when the
-// operator turns it on, and `admin grant-credit`, on SQLite and PostgreSQL. Needs `npx tsc -p tsconfig.build.json`.
+// operator turns it on, and `admin grant-credit`, on SQLite and PostgreSQL. Needs `make build`.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/db.js';

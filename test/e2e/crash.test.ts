@@ -4,7 +4,7 @@
 // as a child process, with the Docker engine and the nginx router, on a temp data directory.
 // While Slipway is down its nginx (detached, in its own process group) keeps serving the running
 // deployment; the next start on the same data directory adopts that nginx, fails the interrupted
-// deployment and leaves nothing in progress. Needs `npx tsc -p tsconfig.build.json`, a Docker
+// deployment and leaves nothing in progress. Needs `make build`, a Docker
 // Engine, nginx and git (make test provides them).
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

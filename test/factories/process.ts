@@ -10,7 +10,7 @@ const DIST_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
 /** The launcher runs dist/: fail with a clear message when it has not been built. */
 export function assertBuilt(): void {
-  if (!existsSync(DIST_MAIN)) throw new Error('dist/main.js is missing: run `npx tsc -p tsconfig.build.json` (make test does) first.');
+  if (!existsSync(DIST_MAIN)) throw new Error('dist/main.js is missing: run `make build` (make test does) first.');
 }
 
 export interface Exit {
