@@ -89,6 +89,8 @@ export interface ManagedNetwork {
   /** the owning workspace's id (its label) */
   workspace: string | null;
   labels: Labels;
+  /** when the engine made it, by the engine's clock; null when it does not say */
+  created: Date | null;
 }
 
 export interface BuildSpec {

@@ -6,6 +6,7 @@ import Docker from 'dockerode';
 import type { StopOptions } from '../../src/domain/runtime.js';
 import type { Deployment } from '../../src/modules/deployments/deployments.schema.js';
 import { DockerRuntime } from '../../src/adapters/runtime/docker/docker.runtime.js';
+import { NETWORK_GRACE_MS } from '../../src/modules/deployments/engine/retention.js';
 import { instanceId } from '../../src/store/db.js';
 import { startDeployFixture, viaRouter, workspaceNetwork, type DeployFixture } from '../factories/engine.js';
 import { ensureBaseImage } from '../factories/images.js';
@@ -108,6 +109,9 @@ describe.each(STORE_KINDS)('a reconcile pass with an orphan the engine cannot re
     expect(serving).toBeDefined();
     await new Docker().getContainer(serving?.id ?? '').remove({ force: true });
 
+    // the deleted workspace's network was made a moment ago, and a sweep leaves networks younger
+    // than NETWORK_GRACE_MS alone (a new workspace's first container may be about to start on it)
+    fx.s.clock.advance(NETWORK_GRACE_MS + 1_000);
     await fx.engine.orchestrator.reconcile();
 
     expect(await routed()).toBe(200);

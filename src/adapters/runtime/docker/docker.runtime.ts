@@ -259,7 +259,7 @@ export class DockerRuntime implements Runtime {
     const found = await this.docker.listNetworks({ filters: { label: labelFilter(selector) } });
     return found.map((n) => {
       const labels: Labels = n.Labels ?? {};
-      return { id: n.Id, name: n.Name, subnet: subnetsOf(n)[0] ?? null, workspace: labels[LABEL.workspace] ?? null, labels };
+      return { id: n.Id, name: n.Name, subnet: subnetsOf(n)[0] ?? null, workspace: labels[LABEL.workspace] ?? null, labels, created: engineDate(n.Created) };
     });
   }
 

@@ -22,6 +22,9 @@ export interface RetentionOptions {
   currentNetwork?: (name: string) => boolean;
 }
 
+/** How old a network must be before a sweep may remove it (see sweepNetworks). */
+export const NETWORK_GRACE_MS = 5_000;
+
 /**
  * What the engine keeps once it is no longer needed, and its removal: the images of old
  * deployments beyond the newest `keep` per project (rollback targets) and of deleted projects,
@@ -68,9 +71,13 @@ export class Retention {
    */
   async sweepNetworks(): Promise<void> {
     const { repos, runtime } = this;
+    // A network made after this read (a new workspace's first deploy, its container not started
+    // yet) is not judged now: only networks older than the read, with a margin for the engine's clock.
+    const judgedBefore = this.clock.now().getTime() - NETWORK_GRACE_MS;
     const workspaces = await repos.workspaces.ids();
     for (const n of await runtime.listNetworks({ labels: this.labels })) {
       if (n.workspace === null) continue;
+      if (n.created !== null && n.created.getTime() > judgedBefore) continue;
       if (workspaces.has(n.workspace)) {
         if (this.currentNetwork?.(n.name) !== false) continue;
         // named by an older version: it goes once its containers were replaced by ones on the current network
