@@ -82,13 +82,12 @@ lint: install
 ## Install what the tests need, type-check, lint and run the whole suite (the three tiers, docs/testing.md);
 ## ends with "N passed, N failed".
 ## The test services are prepared while npm installs (they wait on apt, PostgreSQL and Docker rather than on
-## the CPU, and need no node_modules); then the native addons' compile (one core) beside the build; then the
-## suite, with the type check and the lint beside it at the lowest CPU priority (`--checks`: they take the CPU
-## the suite leaves idle while it waits on Docker; a failed check is printed and counted in the summary).
+## the CPU, and need no node_modules); then the native addons' compile (one core), the TypeScript compile, the
+## type check and the lint side by side (-j4).
 test:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target install test-services
-	@$(MAKE) --no-print-directory -j4 --output-sync=target native build
-	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs --checks
+	@$(MAKE) --no-print-directory -j4 --output-sync=target native build typecheck lint
+	@set -a && . ./.test-env && set +a && node scripts/run-tests.mjs
 
 # One after the other: each may run apt-get, which takes the dpkg lock.
 test-services:

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs the vitest suite (or the tiers named by `--project unit|store|e2e`) and closes with the plain
 // line CI reads: "N passed, N failed".
-import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 
 // The service URLs `make test` wrote (scripts/ensure-postgres.sh, ensure-shared-servers.sh), so that
 // `npm run test:store` works after one `make test`; a variable already set wins.
@@ -43,60 +43,11 @@ function vitest(name, extra, env = {}) {
   return { passed, failed, skipped };
 }
 
-/**
- * The type check and the lint, started beside the suite at the lowest CPU priority (`--checks`, as
- * `make test` runs it): the suite leaves about a fifth of the two cores idle while it waits on
- * Docker, processes and sleeps, and the checks (about 100 s of CPU) fill that instead of running
- * before it. Their output goes to test-results/<name>.log; each that fails is printed and counted
- * as one failure in the summary line.
- */
-const CHECKS = [
-  { name: 'typecheck', args: ['tsc', '-p', 'tsconfig.json', '--noEmit'] },
-  { name: 'lint', args: ['eslint', '.'] },
-];
-
-function startCheck({ name, args }) {
-  const log = `test-results/${name}.log`;
-  const fd = openSync(log, 'w');
-  const child = spawn('nice', ['-n', '19', 'npx', ...args], { stdio: ['ignore', fd, fd] });
-  closeSync(fd);
-  const done = new Promise((resolve) => {
-    child.on('error', (err) => resolve({ name, log, code: -1, error: err.message }));
-    child.on('exit', (code) => resolve({ name, log, code: code ?? -1 }));
-  });
-  return done;
-}
-
-/** Waits for the checks; prints each that failed with its output; how many failed. */
-async function finishChecks(pending) {
-  let failed = 0;
-  for (const result of await Promise.all(pending)) {
-    if (result.code === 0) {
-      console.log(`${result.name}: passed`);
-      continue;
-    }
-    failed += 1;
-    console.log(`\n${result.name} FAILED (exit ${String(result.code)}${result.error === undefined ? '' : `: ${result.error}`}):`);
-    console.log(readFileSync(result.log, 'utf8').trimEnd());
-  }
-  return failed;
-}
-
-const argv = process.argv.slice(2);
-const withChecks = argv.includes('--checks');
-const given = argv.filter((a) => a !== '--checks');
-const checks = withChecks ? CHECKS.map(startCheck) : [];
-const runs = [];
-if (given.length > 0) {
-  runs.push(vitest('', given));
-} else {
-  runs.push(vitest('', [], { SLIPWAY_TEST_EXCLUDE: ALONE.join(',') }));
-  // the latency file measures the control plane's own CPU: nothing else runs beside it
-  const checksFailed = await finishChecks(checks);
-  runs.push({ passed: 0, failed: checksFailed, skipped: 0 });
-  runs.push(vitest('-alone', [...ALONE, '--maxWorkers=1']));
-}
-if (given.length > 0 && checks.length > 0) runs.push({ passed: 0, failed: await finishChecks(checks), skipped: 0 });
+const given = process.argv.slice(2);
+const runs =
+  given.length > 0
+    ? [vitest('', given)]
+    : [vitest('', [], { SLIPWAY_TEST_EXCLUDE: ALONE.join(',') }), vitest('-alone', [...ALONE, '--maxWorkers=1'])];
 const passed = runs.reduce((n, r) => n + r.passed, 0);
 const failed = runs.reduce((n, r) => n + r.failed, 0);
 const skipped = runs.reduce((n, r) => n + r.skipped, 0);
