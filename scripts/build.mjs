@@ -23,6 +23,8 @@ await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
+  // as tsc's maps: they point at src/ instead of carrying it
+  sourcesContent: false,
   tsconfig: join(root, 'tsconfig.build.json'),
   logLevel: 'warning',
 });
