@@ -139,8 +139,8 @@ export class DockerRuntime implements Runtime {
   }
 
   /**
-   * The isolation guard (docs/security.md#network-isolation): its rules are added once per process,
-   * before the first network is created; `why` says what stopped it (the start-up logs it).
+   * The isolation guard (docs/security.md#network-isolation): its rules are checked and added once
+   * per runtime, before its first network is created; `why` says what stopped it (the start-up logs it).
    */
   isolation(): Promise<IsolationGuard> {
     const host = this.guardHost;

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { parseCidr } from './network-pool.js';
 
 /**
  * Cross-network isolation that the engine cannot lift (docs/security.md#network-isolation).
@@ -100,8 +101,7 @@ async function addRules(host: GuardHost): Promise<IsolationGuard> {
  * a subnet (the engine's own pools), `fallback` (random hex) makes it.
  */
 export function bridgeName(subnet: string | null, fallback: () => string): string {
-  const m = subnet === null ? null : /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(subnet);
-  if (m === null) return `${BRIDGE_PREFIX}${fallback().slice(0, 11)}`;
-  const hex = m.slice(1, 5).map((o) => Number(o).toString(16).padStart(2, '0')).join('');
-  return `${BRIDGE_PREFIX}${hex}${Number(m[5]).toString(16).padStart(2, '0')}`;
+  const block = subnet === null ? null : parseCidr(subnet);
+  if (block === null) return `${BRIDGE_PREFIX}${fallback().slice(0, 11)}`;
+  return `${BRIDGE_PREFIX}${block.start.toString(16).padStart(8, '0')}${block.prefix.toString(16).padStart(2, '0')}`;
 }
