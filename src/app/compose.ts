@@ -1,6 +1,8 @@
 import type { Parts } from './adapters.js';
 import { Late } from '../domain/late.js';
 import type { Engine } from '../domain/ports.js';
+import { BackupService, idleBackupWork, type BackupWork } from '../modules/backups/backups.service.js';
+import { LocalDestination } from '../modules/backups/destinations.js';
 import { noCreditListener, WalletService, type CreditListener } from '../modules/billing/wallet.service.js';
 import { DatabaseService, idleDatabaseWork, type DatabaseWork } from '../modules/databases/databases.service.js';
 import { BuildLog } from '../modules/deployments/build-log.js';
@@ -38,10 +40,12 @@ export interface LeaderLinks {
   databases: Late<DatabaseWork>;
   /** the leader's billing worker, told when a credit may have brought a workspace back above 0 */
   billing: Late<CreditListener>;
+  /** the leader's backup worker, woken when a backup is asked for */
+  backups: Late<BackupWork>;
 }
 
 export function leaderLinks(): LeaderLinks {
-  return { engine: new Late(idleEngine), databases: new Late(idleDatabaseWork), billing: new Late(noCreditListener) };
+  return { engine: new Late(idleEngine), databases: new Late(idleDatabaseWork), billing: new Late(noCreditListener), backups: new Late(idleBackupWork) };
 }
 
 /** Every service, each built once: the routes call them, the leader's workers share some. */
@@ -66,6 +70,7 @@ export interface Services {
   logs: LogService;
   logAnalysis: LogAnalysisService;
   databases: DatabaseService;
+  backups: BackupService;
   templates: TemplateService;
   metrics: MetricsService;
   webhooks: WebhookService;
@@ -104,7 +109,8 @@ export function createServices(deps: Parts, leader: LeaderLinks, o: ServiceOptio
   const git = new GitService(repos, clock, random, secrets, policies.projects, deps.github);
   const deploys = new DeployService(repos, clock, ids, policies.limits, queue, wallets, leader.engine);
   const envVars = new EnvService(store, clock, ids, secrets, policies.projects);
-  const databases = new DatabaseService(store, clock, random, ids, secrets, policies.databases, policies.limits, wallets, leader.engine, leader.databases);
+  const backups = new BackupService(store, clock, ids, secrets, new LocalDestination(policies.backups.dir), wallets, leader.backups);
+  const databases = new DatabaseService(store, clock, random, ids, secrets, policies.databases, policies.limits, wallets, leader.engine, leader.databases, backups);
   const notifier = new UptimeNotifier({
     repos,
     clock,
@@ -140,6 +146,7 @@ export function createServices(deps: Parts, leader: LeaderLinks, o: ServiceOptio
     logs: new LogService(repos, logs, clock, secrets, policies.logs),
     logAnalysis: new LogAnalysisService(repos, logs, envVars, llm, new AnalysisPool(o.analysisPool)),
     databases,
+    backups,
     templates: new TemplateService(store, random, policies.templates, policies.projects, wallets, projects, envVars, databases, deploys, git),
     metrics: new MetricsService(repos, clock),
     webhooks: new WebhookService(deploys, git, o.githubWebhookSecret ?? ''),

@@ -21,6 +21,7 @@ import { liveLogRoutes } from '../modules/logs/live-logs.routes.js';
 import type { LiveLogs } from '../modules/logs/live.js';
 import { deploymentRoutes } from '../modules/deployments/deployments.routes.js';
 import { databaseRoutes } from '../modules/databases/databases.routes.js';
+import { backupRoutes } from '../modules/backups/backups.routes.js';
 import { templateRoutes } from '../modules/templates/templates.routes.js';
 import { domainsRoutes } from '../modules/domains/domains.routes.js';
 import { gitRoutes } from '../modules/projects/git.routes.js';
@@ -220,6 +221,7 @@ async function registerRoutes(app: Http, deps: AppDeps, services: Services, metr
   await app.register(domainsRoutes, { domains: services.domains });
   await app.register(uptimeRoutes, { uptime: services.uptime });
   await app.register(databaseRoutes, { databases: services.databases });
+  await app.register(backupRoutes, { backups: services.backups });
   await app.register(templateRoutes, { templates: services.templates, envVars: services.envVars, domains: services.domains, deployments: services.deployments, deploys: services.deploys });
   await app.register(logRoutes, { logs: services.logs });
   await app.register(analyzeRoutes, {

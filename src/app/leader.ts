@@ -11,6 +11,8 @@ import { dockerClient } from '../adapters/runtime/docker/client.js';
 import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { engineContainers } from '../modules/billing/meter.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
+import { BackupWorker } from '../modules/backups/backups.worker.js';
+import { LocalDestination } from '../modules/backups/destinations.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
 import { instanceLabels } from '../modules/deployments/engine/containers.js';
 import type { LeaderEngine } from '../modules/deployments/engine/engine-supervisor.js';
@@ -102,7 +104,20 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     throw new StartError(`the deploy engine could not start: ${err instanceof Error ? err.message : String(err)}`);
   }
   const collector = await startCollector(config, deps.logs, deps.store, runtime, c.liveLogs, log, labels);
+  const backups = new BackupWorker({
+    repos: deps.store.repos,
+    clock: deps.clock,
+    ids: deps.ids,
+    secrets: deps.secrets,
+    runtime,
+    destination: new LocalDestination(deps.policies.backups.dir),
+    labels,
+    network: (ws) => orchestrator.workspaceNetwork(ws),
+    upstreamMode: config.upstreamMode,
+    log,
+  });
   const databases = new DatabaseWorker({
+    restorer: backups,
     repos: deps.store.repos,
     clock: deps.clock,
     random: deps.random,
@@ -119,6 +134,8 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
   });
   databases.start();
   leader.databases.set(databases);
+  backups.start();
+  leader.backups.set(backups);
   const billing = new BillingWorker({
     store: deps.store,
     clock: deps.clock,
@@ -157,11 +174,13 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     shutdown: async () => {
       leader.databases.clear();
       leader.billing.clear();
+      leader.backups.clear();
       await checker.stop();
       await crashes.stop();
       await sampler.stop();
       await notifier.wake();
       await billing.stop();
+      await backups.stop();
       await databases.stop();
       await collector.stop();
       await orchestrator.shutdown();

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { RateLimit } from '../http/rate-limit.js';
 import { TenantNetworks } from '../http/tenant-guard.js';
@@ -5,6 +6,7 @@ import type { AnalysisPoolOptions } from '../modules/logs/analysis-pool.js';
 import type { LlmOptions } from '../modules/logs/llm.js';
 import { CatalogError, type Catalog } from '../modules/templates/catalog.js';
 import { templateCatalog } from '../modules/templates/policy.js';
+import type { BackupPolicy } from '../modules/backups/policy.js';
 import type { BillingPolicy } from '../modules/billing/policy.js';
 import type { DatabasePolicy } from '../modules/databases/policy.js';
 import type { DomainPolicy } from '../modules/domains/policy.js';
@@ -30,6 +32,7 @@ export interface Policies {
   logs: LogPolicy;
   billing: BillingPolicy;
   databases: DatabasePolicy;
+  backups: BackupPolicy;
   templates: Catalog;
   notify: NotifyPolicy;
   uptime: UptimeRules;
@@ -46,6 +49,7 @@ export function policiesOf(config: Config): Policies {
     logs: { maxBytesPerProject: config.logMaxBytesPerProject },
     billing: config.billing,
     databases: config.databases,
+    backups: { dir: join(config.dataDir, 'backups') },
     templates: loadCatalog(config),
     notify: { allowPrivate: config.notifyAllowPrivate },
     uptime: { ...DEFAULT_UPTIME_RULES, ...config.uptime },

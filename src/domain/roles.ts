@@ -24,6 +24,8 @@ export const ACTIONS = {
   'members.manage': 'admin',
   /** link and unlink GitHub App installations */
   'integrations.manage': 'admin',
+  /** download and delete backups; backup policies and destinations; in-place restores (docs/backups.md#permissions) */
+  'backups.manage': 'admin',
   /** wallet top-up, alert threshold, payments, transactions */
   'billing.manage': 'admin',
   /** grant/remove owner, update or delete the workspace */

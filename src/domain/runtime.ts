@@ -203,6 +203,44 @@ export interface ContainerSpec {
   init?: boolean;
 }
 
+/**
+ * A one-off container whose standard streams are the work (a backup tool's dump on stdout, a
+ * restore's input on stdin): it runs to its end and is removed. Its output is never collected
+ * as logs, and it carries no project or database label, so neither billing nor the reconcilers
+ * take it for an app or a server.
+ */
+export interface TaskSpec {
+  /** unique on the engine */
+  name: string;
+  image: string;
+  /** an argument vector; a secret never goes here (nor in env): give it on stdin */
+  command: readonly string[];
+  env?: Readonly<Record<string, string>>;
+  owner: { workspace: string };
+  labels?: Labels;
+  /** the workspace network to attach to; none: no network at all */
+  network?: string;
+  mounts?: readonly (Mount & { readOnly?: boolean })[];
+  cpu: number;
+  memoryBytes: number;
+  /** written to the task's standard input, which is then closed; absent: no input */
+  stdin?: NodeJS.ReadableStream | undefined;
+  /** receives the task's standard output, with backpressure; absent: it is discarded */
+  stdout?: NodeJS.WritableStream | undefined;
+  /** the task is killed past it (its result says so) */
+  timeoutMs: number;
+  /** aborting kills the task */
+  signal?: AbortSignal;
+}
+
+export interface TaskResult {
+  exitCode: number;
+  /** the end of its standard error (at most 8 KiB), for the reason of a failure */
+  stderr: string;
+  oomKilled: boolean;
+  timedOut: boolean;
+}
+
 export type ContainerState = 'created' | 'running' | 'restarting' | 'paused' | 'exited' | 'dead' | 'removing';
 
 export interface ContainerInfo {
@@ -345,6 +383,8 @@ export interface Runtime {
 
   /** Creates and starts a container; nothing is left behind when it cannot start. */
   run(spec: ContainerSpec): Promise<ContainerInfo>;
+  /** Runs a one-off container to its end with its standard streams attached, then removes it (TaskSpec). */
+  task(spec: TaskSpec): Promise<TaskResult>;
   inspect(idOrName: string): Promise<ContainerInfo | null>;
   list(selector: Selector): Promise<ContainerInfo[]>;
   /** The ids of the running containers of `selector`, in one engine call (list() also inspects each). */

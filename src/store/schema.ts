@@ -1,4 +1,5 @@
 // One tables file per capability, named after its module (the wallet's and payments' tables: tables/billing.ts, as modules/billing/); a new capability adds one file here and one line to DB.
+import type { BackupsTables } from './tables/backups.js';
 import type { BillingTables } from './tables/billing.js';
 import type { DatabasesTables } from './tables/databases.js';
 import type { DeploymentsTables } from './tables/deployments.js';
@@ -24,6 +25,7 @@ export interface DB
     DomainsTables,
     DeploymentsTables,
     DatabasesTables,
+    BackupsTables,
     BillingTables,
     UptimeTables,
     MetricsTables,
@@ -31,6 +33,7 @@ export interface DB
     WebhooksTables,
     SystemTables {}
 
+export type * from './tables/backups.js';
 export type * from './tables/billing.js';
 export type * from './tables/databases.js';
 export type * from './tables/deployments.js';

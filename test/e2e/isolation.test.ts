@@ -19,6 +19,7 @@ interface Ids {
   user_id: string;
   installation_id: string;
   db_slug: string;
+  backup_id: string;
   template_slug: string;
   key: string;
 }
@@ -55,6 +56,7 @@ const BODIES: Record<string, unknown> = {
   'POST /api/workspaces/:slug/wallet/topup/gatewaya': { amount: 10 },
   'POST /api/workspaces/:slug/wallet/topup/gatewayb': { amount: 1000 },
   'POST /api/workspaces/:slug/databases': { name: 'intruder', type: 'redis' },
+  'POST /api/workspaces/:slug/databases/:db_slug/backups': {},
   'POST /api/workspaces/:slug/templates': { name: 'intruder', template_name: 'hello-template' },
   'PUT /api/workspaces/:slug/templates/:template_slug': { port: 9999 },
   'POST /api/workspaces/:slug/templates/:template_slug/deploy': { mode: 'image' },
@@ -85,6 +87,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     notifications: await inProjects('uptime_notifications'),
     github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
     databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
+    backups: await db.selectFrom('backups').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     logs: await Promise.all(ids.map(logsOf)),
   };
 }
@@ -126,6 +129,16 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
     const inv = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/invitations`, { key, body: { email: 'b-invite@example.com', role: 'member' } });
     const database = await s.request<{ slug: string }>('POST', `/api/workspaces/${b.slug}/databases`, { key, body: { name: 'b orders', type: 'postgresql' } });
     expect(database.status).toBe(202);
+    // A has a database of the same name: B's backup id is tried under A's own database too
+    await s.request('POST', `/api/workspaces/${a.slug}/databases`, { key: a.owner.key, body: { name: 'b orders', type: 'postgresql' } });
+    // B's database has a backup (succeeded, as far as the record says)
+    const bDb = await s.store.repos.databases.bySlug(b.id, database.body.data?.slug ?? '');
+    const backupId = s.deps.ids.id();
+    const at = new Date().toISOString();
+    await s.store.repos.backups.insert({
+      id: backupId, workspace_id: b.id, database_id: bDb?.id ?? '', status: 'succeeded', trigger: 'manual', destination: 'local', object_key: `${b.id}/${bDb?.id ?? ''}/${backupId}.slwb`,
+      size: 10, checksum: '0'.repeat(64), manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, error: null, requested_by: null, created_at: at,
+    });
     // both have a template instance named "tshared"; B's has a variable, a domain and a running deployment
     await s.request('POST', `/api/workspaces/${a.slug}/templates`, { key: a.owner.key, body: { name: 'tshared', template_name: 'hello-template' } });
     const tpl = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/templates`, { key, body: { name: 'tshared', template_name: 'hello-postgres' } });
@@ -146,6 +159,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       user_id: b.member.id,
       installation_id: String(B_INSTALLATION),
       db_slug: database.body.data?.slug ?? '',
+      backup_id: backupId,
       template_slug: 'tshared',
       key: 'B_ONLY',
     };
@@ -201,7 +215,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
     const before = await snapshot(s.store.db, b.id, s.logStore);
-    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key)\b/.test(r.url));
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key|backup_id)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
     const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject, template_slug: 'tshared' };
     for (const route of withChildId) {

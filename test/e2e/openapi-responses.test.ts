@@ -31,6 +31,8 @@ const NO_SUCCESS_HERE: Record<string, string> = {
   rollbackProject: 'needs a finished deployment (the engine)',
   redeployTemplate: 'needs a built image (the engine)',
   stopTemplate: 'needs a running deployment (the engine)',
+  createBackup: 'needs a running database (the engine: test/e2e/backups-engine.test.ts)',
+  downloadBackup: 'needs a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
 };
 
 interface Seen {
@@ -225,6 +227,20 @@ describe('the OpenAPI document against real responses', () => {
     expectStatus(await call('GET', `${ws}/databases`, { key: member }), 200);
     expectStatus(await call('GET', `${ws}/databases/${db.body.data?.slug ?? ''}`, { key: member }), 200);
     expectStatus(await call('GET', `${ws}/databases/${db.body.data?.slug ?? ''}/logs`, { key: member }), 200);
+    // backups: without an engine the database stays provisioning (409); a failed backup straight in the store for the rest
+    const dbs = `${ws}/databases/${db.body.data?.slug ?? ''}`;
+    expectStatus(await call('POST', `${dbs}/backups`, { key: member, body: {} }), 409);
+    const dbRow = await s.store.repos.databases.bySlug(w.id, db.body.data?.slug ?? '');
+    const backupId = s.deps.ids.id();
+    const at = new Date().toISOString();
+    await s.store.repos.backups.insert({
+      id: backupId, workspace_id: w.id, database_id: dbRow?.id ?? '', status: 'failed', trigger: 'manual', destination: 'local', object_key: `${w.id}/${dbRow?.id ?? ''}/${backupId}.slwb`,
+      size: null, checksum: null, manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: at,
+    });
+    expectStatus(await call('GET', `${dbs}/backups`, { key: member }), 200);
+    expectStatus(await call('GET', `${dbs}/backups/${backupId}`, { key: member }), 200);
+    expectStatus(await call('GET', `${dbs}/backups/${backupId}/download`, { key: w.owner.key }), 409);
+    expectStatus(await call('DELETE', `${dbs}/backups/${backupId}`, { key: w.owner.key }), 200);
     expectStatus(await call('DELETE', `${ws}/databases/${db.body.data?.slug ?? ''}`, { key: member }), 202);
 
     // templates

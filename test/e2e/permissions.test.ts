@@ -41,6 +41,8 @@ interface Fixture {
   installationId: number;
   /** the slug of a database of the workspace */
   databaseSlug: string;
+  /** a (failed) backup of that database, straight in the store */
+  backupId: string;
   /** a template instance with a variable TPL_VAR, a custom domain and a running deployment */
   template: string;
   templateDomainId: string;
@@ -167,6 +169,12 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}` },
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/logs', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/logs?limit=10` },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug', who: 'member', ok: 202, path: (f) => `${ws(f)}/databases/${f.databaseSlug}`, fresh: (s, f) => newDatabase(s, f.w) },
+  // Backups, without an engine: the database stays `provisioning`, so taking one is a 409; the fixture's backup failed, so its download is a 409.
+  { method: 'POST', url: '/api/workspaces/:slug/databases/:db_slug/backups', who: 'member', ok: 409, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups`, body: () => ({}) },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id/download', who: 'admin', ok: 409, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}/download` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}`, fresh: (s, f) => newBackup(s, f.w, f.databaseSlug) },
 
   // Templates, without an engine: deploys queue (202); nothing runs for redeploy and rollback (409).
   { method: 'GET', url: '/api/workspaces/available-templates', who: 'authenticated', ok: 200, path: () => '/api/workspaces/available-templates' },
@@ -248,6 +256,19 @@ async function newDatabase(s: TestServer, w: TestWorkspace): Promise<Pick<Fixtur
   return { databaseSlug: db.body.data?.slug ?? '' };
 }
 
+/** A failed backup of the database `dbSlug` of `w`, straight in the store. */
+async function newBackup(s: TestServer, w: TestWorkspace, dbSlug: string): Promise<Pick<Fixture, 'backupId'>> {
+  const db = await s.store.repos.databases.bySlug(w.id, dbSlug);
+  if (db === undefined) throw new Error(`no database ${dbSlug}`);
+  const id = s.deps.ids.id();
+  const now = new Date().toISOString();
+  await s.store.repos.backups.insert({
+    id, workspace_id: w.id, database_id: db.id, status: 'failed', trigger: 'manual', destination: 'local', object_key: `${w.id}/${db.id}/${id}.slwb`,
+    size: null, checksum: null, manifest: null, started_at: now, finished_at: now, verified_at: null, restore_seconds: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: now,
+  });
+  return { backupId: id };
+}
+
 /** A template instance of `w` with the variables its deploy needs, TPL_VAR, a custom domain and a running deployment (with an image). */
 async function newTemplate(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'template' | 'templateDomainId' | 'templateDeploymentId'>> {
   const made = await s.request<{ slug: string; id: string }>('POST', `${ws({ w })}/templates`, { key: w.owner.key, body: { name: `tpl ${spare()}`, template_name: 'hello-template' } });
@@ -316,7 +337,10 @@ async function fixture(s: TestServer): Promise<Fixture> {
     ...(await newEnv(s, w, project)),
     ...(await newDeployment(s, connected.connected)),
     ...(await newInstallation(s, w, LINKED_INSTALLATION)),
-    ...(await newDatabase(s, w)),
+    ...(await (async () => {
+      const db = await newDatabase(s, w);
+      return { ...db, ...(await newBackup(s, w, db.databaseSlug)) };
+    })()),
     ...(await newTemplate(s, w)),
   };
 }

@@ -26,6 +26,8 @@ export interface TestDatabaseWorkerOptions {
   reconcileEveryMs?: number;
   /** attached to the server's API, so that creates and deletes wake it (default yes) */
   attach?: boolean;
+  /** restores new databases from backups (the engine factory's backup worker) */
+  restorer?: DatabaseWorkerOptions['restorer'];
 }
 
 /** Starts a database worker over `s`'s store; stop it with stop() (and clear `s.leader.databases` when it was set). */
@@ -48,6 +50,7 @@ export async function startDatabaseWorker(s: TestServer, opts: TestDatabaseWorke
     ...(opts.login === undefined ? {} : { login: opts.login }),
     pollMs: 200,
     reconcileEveryMs: opts.reconcileEveryMs ?? 1000,
+    ...(opts.restorer === undefined ? {} : { restorer: opts.restorer }),
   });
   worker.start();
   if (opts.attach !== false) s.leader.databases.set(worker);

@@ -20,6 +20,8 @@ import { instanceId } from '../../src/store/db.js';
 import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type TestRepo } from './git-server.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
 import { startDatabaseWorker } from './databases.js';
+import { BackupWorker } from '../../src/modules/backups/backups.worker.js';
+import { LocalDestination } from '../../src/modules/backups/destinations.js';
 import { ResourceSampler } from '../../src/modules/metrics/metrics.worker.js';
 import { ensureBaseImage } from './images.js';
 import { freePort } from './process.js';
@@ -34,6 +36,8 @@ export interface TestEngine {
   runtime: DockerRuntime;
   /** the leader's database worker, when `databases` was asked for */
   databases: DatabaseWorker | null;
+  /** the leader's backup worker, beside the database worker */
+  backups: BackupWorker | null;
   /** the leader's resource sampler, when `sampler` was asked for (the status and health reads answer from it) */
   sampler: ResourceSampler | null;
   /** shuts the engine down and purges its containers, networks and images */
@@ -98,8 +102,26 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
   s.leader.engine.set(orchestrator);
   await orchestrator.start();
   let databases: DatabaseWorker | null = null;
+  let backups: BackupWorker | null = null;
   if (opts.databases !== undefined) {
+    // as the leader runs it beside the database worker: backups, and restores into new databases
+    backups = new BackupWorker({
+      repos: s.store.repos,
+      clock: s.deps.clock,
+      ids: s.deps.ids,
+      secrets: s.deps.secrets,
+      runtime,
+      destination: new LocalDestination(s.deps.policies.backups.dir),
+      labels: instanceLabels(instance),
+      network: (ws) => orchestrator.workspaceNetwork(ws),
+      upstreamMode: opts.tune?.upstreamMode ?? 'published',
+      log: opts.log ?? quiet,
+      pollMs: 200,
+    });
+    backups.start();
+    s.leader.backups.set(backups);
     databases = await startDatabaseWorker(s, {
+      restorer: backups,
       policy: opts.databases,
       runtime,
       network: (ws) => orchestrator.workspaceNetwork(ws),
@@ -127,11 +149,14 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
     base,
     runtime,
     databases,
+    backups,
     sampler,
     close: async () => {
       await sampler?.stop();
       await collector?.stop();
       s.leader.databases.clear();
+      s.leader.backups.clear();
+      await backups?.stop();
       await databases?.stop();
       await orchestrator.shutdown();
       await runtime.purge({ labels: { 'slipway.instance': instance } });

@@ -20,7 +20,9 @@ import type { GitHubIntegration } from '../../src/modules/github/installations.j
 import type { LogStore } from '../../src/domain/logs.js';
 import { openLogStore, sqliteLogFile } from '../../src/store/logs/open.js';
 import { SecretBox } from '../../src/adapters/secrets/secret-box.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { findOrCreateUser } from '../../src/modules/tenancy/users.js';
 import { createWorkspace } from '../../src/modules/tenancy/workspaces.service.js';
 import type { RateLimit } from '../../src/http/rate-limit.js';
@@ -74,6 +76,8 @@ export interface TestPlatform {
   billing: Partial<BillingPolicy>;
   notifyAllowPrivate: boolean;
   uptime: Partial<UptimeRules>;
+  /** the local backup destination's directory; default a new one under the system's temporary directory */
+  backupsDir: string;
 }
 
 /** Each module's policy from a test's settings, over the modules' defaults. */
@@ -88,6 +92,7 @@ export function testPolicies(p: Partial<TestPlatform>): Policies {
     logs: { maxBytesPerProject: p.logMaxBytesPerProject === undefined ? DEFAULT_LOG_MAX_BYTES : p.logMaxBytesPerProject },
     billing: { ...DEFAULT_BILLING_POLICY, ...p.billing },
     databases: { ...DEFAULT_DATABASE_POLICY, ...p.databases },
+    backups: { dir: p.backupsDir ?? join(tmpdir(), `slipway-test-backups-${randomUUID()}`) },
     templates: p.templates ?? testCatalog(),
     notify: { allowPrivate: p.notifyAllowPrivate ?? false },
     uptime: { ...DEFAULT_UPTIME_RULES, ...p.uptime },

@@ -33,6 +33,14 @@ export class SecretBox {
     return createHmac('sha256', key).update(data, 'utf8').digest();
   }
 
+  /**
+   * A key of its own for `purpose` (HKDF-SHA256 of the secret key), e.g. one per backup
+   * artifact: what it seals opens with no other purpose's key, and the secret key never leaves.
+   */
+  derive(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `slipway key: ${purpose}`, 32));
+  }
+
   /** The plaintext, or null when the value was sealed with another key or context, or was altered. */
   tryOpen(sealed: string, context: string): string | null {
     try {

@@ -26,6 +26,7 @@ const fields = {
   external_connection_string: Nullable(Type.String({ description: 'The same through the published port, from the host.' })),
   key_prefix: Nullable(Type.String({ description: 'Redis on a shared server: every key and channel of this database starts with it (`<username>:`); null otherwise.' })),
   memory_mb: Type.Integer({ description: 'Memory limit of its server, MiB; 0 on a shared server.' }),
+  restore_from: Nullable(Type.String({ description: 'The backup it was restored from (it stays `provisioning` until that restore ended and matched the manifest); null otherwise.' })),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -71,6 +72,7 @@ export const createDatabase = {
     {
       name: Name,
       type: Type.String({ description: `One of ${DATABASE_TYPES.join(', ')}.` }),
+      restore_from: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "A succeeded backup of one of this workspace's databases, of the same type: the new database starts with its data (docs/backups.md#restore)." })),
     },
     { additionalProperties: false },
   ),

@@ -55,10 +55,19 @@ export class DatabaseService {
     private readonly engine: Late<Pick<Engine, 'databaseHealth'>>,
     /** the leader's worker in this process, woken when there is work (idle without one) */
     private readonly worker: Late<DatabaseWork>,
+    /** where `restore_from` is checked: a succeeded backup of this workspace, of the same type */
+    private readonly backups?: { restoreSource(access: Access, id: string, type: string | undefined): Promise<{ backup: { id: string } }> },
   ) {}
 
-  async create(access: Access, input: { name: string; type: string }): Promise<Database> {
+  async create(access: Access, input: { name: string; type: string; restore_from?: string | undefined }): Promise<Database> {
     const { row, password } = await this.prepare(access, input, null);
+    if (input.restore_from !== undefined) {
+      if (this.backups === undefined) throw invalid('"restore_from": backups are not available on this installation.');
+      // a new database, never production: its server is provisioned, then the backup restored into it before it is `running`
+      const { backup } = await this.backups.restoreSource(access, input.restore_from, input.type);
+      if (row.provisioner !== 'container') throw invalid('"restore_from": databases on a shared server cannot be restored into yet (docs/backups.md#shared-servers).');
+      row.restore_from = backup.id;
+    }
     await this.wallets.requireFunds(access.workspace.id);
     // a slug the workspace has already: 409 from the repository
     await this.store.transaction((tx) => this.insert(tx, row));
@@ -99,6 +108,7 @@ export class DatabaseService {
       database_name: databaseName(type, slug),
       memory_mb: policy.memoryMb,
       owner_project_id: owner,
+      restore_from: null,
       created_at: now,
       updated_at: now,
     };
@@ -271,6 +281,7 @@ export function databaseView(row: DatabaseRow, password: string | null): Databas
     external_connection_string:
       row.external_host === null || row.external_port === null ? null : connectionString({ ...address, host: row.external_host, port: row.external_port }),
     key_prefix: keyPrefixOf(row),
+    restore_from: row.restore_from,
     memory_mb: row.memory_mb,
     created_at: row.created_at,
     updated_at: row.updated_at,

@@ -48,6 +48,19 @@ export interface DatabaseWorkerOptions {
   sharedPrefix: string;
   /** an operator's server, by its administrative URL (the real clients by default) */
   sharedServer?: (type: DatabaseType, url: string) => SharedServer;
+  /** restores a new database from the backup its record names (`restore_from`) before it is `running` (docs/backups.md#restore) */
+  restorer?: DatabaseRestorer;
+}
+
+/**
+ * The backups module's half of a restore into a new database: the snapshot written into its
+ * empty volume before the server first starts (Redis), or fed through a login once it accepts
+ * one (SQL); then what the server holds compared with the manifest. Each returns the sentence
+ * for the database's events, and throws (the database is then `failed`) when it did not work.
+ */
+export interface DatabaseRestorer {
+  beforeStart(row: DatabaseRow, at: { image: string; volume: string; network: string }): Promise<string | null>;
+  afterReady(row: DatabaseRow, at: { image: string; volume: string; network: string; direct: DatabaseAddress }): Promise<string | null>;
 }
 
 const POLL_MS = 2_000;
@@ -90,8 +103,10 @@ export class DatabaseWorker {
   private readonly pullTimeoutMs: number;
   private readonly logs: Pick<LogStore, 'deleteProject'> | undefined;
   private readonly sharedPrefix: string;
+  private readonly restorer: DatabaseRestorer | undefined;
 
   constructor(o: DatabaseWorkerOptions) {
+    this.restorer = o.restorer;
     this.repos = o.repos;
     this.clock = o.clock;
     this.random = o.random;
@@ -189,6 +204,10 @@ export class DatabaseWorker {
       const info = await this.ensureContainer(row, { id: ws.id, slug: ws.slug }, image);
       const address = this.loginAddress(row, info);
       await this.waitForLogin(row, address);
+      if (row.restore_from !== null && this.restorer !== undefined) {
+        const said = await this.restorer.afterReady(row, { image, volume: this.volumeName(row), network: await this.network({ id: ws.id, slug: ws.slug }), direct: address });
+        if (said !== null) await this.event(row, said);
+      }
       const ok = await this.patch(row, {
         status: 'running',
         error: null,
@@ -309,6 +328,11 @@ export class DatabaseWorker {
     const volume = this.volumeName(row);
     await runtime.ensureVolume({ name: volume, workspace: ws.id, labels });
     const network = await this.network(ws);
+    // a new database restored from a backup: the snapshot goes into its empty volume before the first start
+    if (row.status === 'provisioning' && row.restore_from !== null && this.restorer !== undefined) {
+      const said = await this.restorer.beforeStart(row, { image, volume, network });
+      if (said !== null) await this.event(row, said);
+    }
     const publish = this.policy.publish;
     return runtime.run({
       name,

@@ -3,6 +3,7 @@ import type { Dialect } from '../dialects.js';
 import type { AccessCache } from './access-cache.js';
 import type { DB } from '../schema.js';
 import { ApiKeyRepository } from './api-keys.js';
+import { BackupRepository } from './backups.js';
 import { BillingRepository } from './billing.js';
 import { BuildLogRepository } from './build-logs.js';
 import { CapacityRepository } from './capacity.js';
@@ -49,6 +50,7 @@ export interface Repositories {
   installations: InstallationRepository;
   uptime: UptimeRepository;
   databases: DatabaseRepository;
+  backups: BackupRepository;
   meta: MetaRepository;
   metrics: MetricsRepository;
 }
@@ -77,6 +79,7 @@ export function repositories(db: Kysely<DB>, dialect: Dialect, cache: AccessCach
     installations: new InstallationRepository(db, dialect, cache),
     uptime: new UptimeRepository(db, dialect, cache),
     databases: new DatabaseRepository(db, dialect, cache),
+    backups: new BackupRepository(db, dialect, cache),
     meta: new MetaRepository(db, dialect, cache),
     metrics: new MetricsRepository(db, dialect, cache),
   };
@@ -88,6 +91,7 @@ export type { DeploymentChanges } from './deploy-queue.js';
 export type { DeploymentRow } from '../schema.js';
 export type { RoutableDeployment } from './deployments.js';
 export type { DatabaseEventRow, DatabaseRow } from './databases.js';
+export type { BackupRow } from './backups.js';
 export type { DomainRow } from './domains.js';
 export type { EnvVarRow } from './env.js';
 export type { GitConnectionChanges, GitConnectionRow } from './git-connections.js';

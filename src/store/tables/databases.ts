@@ -27,6 +27,8 @@ export interface DatabasesTable {
   memory_mb: number;
   /** the template instance that provisioned it (it goes with the instance); null when made on its own */
   owner_project_id: string | null;
+  /** the backup it is restored from before it is `running` (docs/backups.md#restore); null otherwise */
+  restore_from: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -26,6 +26,8 @@ import type {
   RuntimeEvent,
   Selector,
   StopOptions,
+  TaskResult,
+  TaskSpec,
   VolumeSpec,
 } from '../../../domain/runtime.js';
 import { ForeignObjectError, HostPortTakenError, NetworkPoolFullError } from '../../../domain/runtime.js';
@@ -37,6 +39,7 @@ import { bridgeName, guardIsolation, thisHost, type GuardHost, type IsolationGua
 import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
 import { DEFAULT_NETWORK_POOL, freeSubnet, poolCapacity, type NetworkPool } from './network-pool.js';
 import { scrubEnv } from './scrub.js';
+import { runTask } from './task.js';
 import { hasPrevious, usageFrom, type StatsSample } from './usage.js';
 
 export interface DockerRuntimeOptions {
@@ -557,6 +560,10 @@ export class DockerRuntime implements Runtime {
     const info = await this.inspect(container.id);
     if (info === null) throw new Error(`Container ${spec.name} disappeared right after it started.`);
     return info;
+  }
+
+  task(spec: TaskSpec): Promise<TaskResult> {
+    return runTask(this.docker, spec, this.pidsLimit);
   }
 
   async inspect(idOrName: string): Promise<ContainerInfo | null> {

@@ -1,0 +1,31 @@
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { BackupService } from './backups.service.js';
+import { accessOf } from '../../http/auth.js';
+import { ok } from '../../http/schemas.js';
+import * as s from './backups.schema.js';
+
+export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService }> = async (app, { backups }) => {
+  const base = '/api/workspaces/:slug/databases/:db_slug/backups';
+
+  // members may take one and list them; downloads and deletions are for owners and admins
+  app.post(base, { schema: s.createBackup, config: { action: 'workspace.operate' } }, async (req, reply) =>
+    reply.code(202).send(ok(await backups.create(accessOf(req), req.params.db_slug, req.body))),
+  );
+
+  app.get(base, { schema: s.listBackups, config: { action: 'workspace.read' } }, async (req) => ok(await backups.list(accessOf(req), req.params.db_slug)));
+
+  app.get(`${base}/:backup_id`, { schema: s.getBackup, config: { action: 'workspace.read' } }, async (req) =>
+    ok(await backups.get(accessOf(req), req.params.db_slug, req.params.backup_id)),
+  );
+
+  app.get(`${base}/:backup_id/download`, { schema: s.downloadBackup, config: { action: 'backups.manage' } }, async (req, reply) => {
+    const file = await backups.download(accessOf(req), req.params.db_slug, req.params.backup_id);
+    reply.type('application/octet-stream').header('content-disposition', `attachment; filename="${file.filename}"`);
+    return reply.send(req.method === 'HEAD' ? Readable.from([]) : file.body());
+  });
+
+  app.delete(`${base}/:backup_id`, { schema: s.deleteBackup, config: { action: 'backups.manage' } }, async (req) =>
+    ok(await backups.delete(accessOf(req), req.params.db_slug, req.params.backup_id)),
+  );
+};

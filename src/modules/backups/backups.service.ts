@@ -1,0 +1,177 @@
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { iso, type Clock, type IdSource } from '../../domain/clock.js';
+import type { Access } from '../../domain/access.js';
+import type { DatabaseType } from '../../domain/database.js';
+import { conflict, invalid, notFound } from '../../domain/errors.js';
+import type { Late } from '../../domain/late.js';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { StoreOf } from '../../store/db.js';
+import type { BackupRow, DatabaseRow } from '../../store/repositories/index.js';
+import type { WalletService } from '../billing/wallet.service.js';
+import { Digest, Open } from './artifact.js';
+import type { Backup, BackupDetail } from './backups.schema.js';
+import type { Destination } from './destinations.js';
+import { TOOLS } from './engines.js';
+import { keyPurpose, manifestKey, objectKey, type Manifest } from './policy.js';
+
+/** The leader's backup worker as the API sees it: woken when there is work. */
+export interface BackupWork {
+  wake(): void;
+}
+
+export const idleBackupWork: BackupWork = { wake: () => undefined };
+
+/**
+ * The API side of backups (docs/backups.md): records, downloads and deletions. The backups
+ * themselves are taken by the leader's BackupWorker, which takes `pending` rows as its work.
+ */
+export class BackupService {
+  constructor(
+    private readonly store: StoreOf<'backups' | 'databases'>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly secrets: Pick<SecretBox, 'derive'>,
+    private readonly destination: Destination,
+    private readonly wallets: Pick<WalletService, 'requireFunds'>,
+    private readonly worker: Late<BackupWork>,
+  ) {}
+
+  async create(access: Access, dbSlug: string, input: { destination_id?: string | undefined }): Promise<Backup> {
+    const db = await this.database(access, dbSlug);
+    const destination = input.destination_id ?? 'local';
+    if (destination !== this.destination.id) throw invalid(`"destination_id" names no backup destination of this workspace ("local" is the only one here).`);
+    if (db.status !== 'running') throw conflict(`The database is ${db.status}; a backup needs its server running.`);
+    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
+    await this.wallets.requireFunds(access.workspace.id);
+    const id = this.ids.id();
+    const row: BackupRow = {
+      id,
+      workspace_id: db.workspace_id,
+      database_id: db.id,
+      status: 'pending',
+      trigger: 'manual',
+      destination,
+      object_key: objectKey(db.workspace_id, db.id, id),
+      size: null,
+      checksum: null,
+      manifest: null,
+      started_at: null,
+      finished_at: null,
+      verified_at: null,
+      restore_seconds: null,
+      error: null,
+      requested_by: access.caller.user.id,
+      created_at: iso(this.clock.now()),
+    };
+    await this.store.transaction(async (tx) => {
+      const active = await tx.backups.active(db.id);
+      if (active !== undefined) throw conflict(`A backup of this database is already ${active.status} (${active.id}); one runs at a time.`);
+      await tx.backups.insert(row);
+    });
+    this.worker.get().wake();
+    return backupView(row);
+  }
+
+  async list(access: Access, dbSlug: string): Promise<Backup[]> {
+    const db = await this.database(access, dbSlug);
+    return (await this.store.repos.backups.ofDatabase(db.id)).map(backupView);
+  }
+
+  async get(access: Access, dbSlug: string, id: string): Promise<BackupDetail> {
+    const { backup } = await this.backup(access, dbSlug, id);
+    const m = backup.manifest === null ? null : (JSON.parse(backup.manifest) as Manifest);
+    return {
+      ...backupView(backup),
+      manifest:
+        m === null
+          ? null
+          : { engine: m.engine, tool: m.tool, image: m.image, taken_at: m.taken_at, compression: m.artifact.compression, encryption: m.artifact.encryption, contents: m.contents },
+    };
+  }
+
+  /**
+   * The dump in the engine's own form, decrypted and decompressed, after the stored artifact's
+   * checksum was checked in full (a damaged artifact is a 409 with the reason, never a broken file).
+   */
+  async download(access: Access, dbSlug: string, id: string): Promise<{ filename: string; body: () => Readable }> {
+    const { db, backup } = await this.backup(access, dbSlug, id);
+    if (backup.status !== 'succeeded' || backup.manifest === null) throw conflict(`The backup is ${backup.status}; only a succeeded backup can be downloaded.`);
+    const manifest = JSON.parse(backup.manifest) as Manifest;
+    const check = new Digest();
+    try {
+      await pipeline(await this.destination.get(backup.object_key), check);
+    } catch (err) {
+      throw conflict(`The backup's artifact cannot be read from ${backup.destination}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (check.hex() !== backup.checksum) throw conflict("The backup's stored artifact does not match its checksum: it was changed or damaged since it was taken.");
+    const ext = TOOLS[db.type as DatabaseType].extension;
+    return {
+      filename: `${db.slug}-${backup.id}.${ext}`,
+      body: () => {
+        const out = new PassThrough();
+        void (async () => {
+          const stages: NodeJS.ReadWriteStream[] = [new Open(this.secrets.derive(keyPurpose(backup.id)))];
+          if (manifest.artifact.compression === 'gzip') stages.push(createGunzip());
+          await pipeline([await this.destination.get(backup.object_key), ...stages, out]);
+        })().catch((err: unknown) => { out.destroy(err as Error); });
+        return out;
+      },
+    };
+  }
+
+  async delete(access: Access, dbSlug: string, id: string): Promise<Backup> {
+    const { backup } = await this.backup(access, dbSlug, id);
+    if (backup.status === 'pending' || backup.status === 'running') throw conflict(`The backup is ${backup.status}; it can be deleted once it has ended.`);
+    await this.destination.delete(backup.object_key);
+    await this.destination.delete(manifestKey(backup.object_key));
+    await this.store.repos.backups.delete(backup.id);
+    return backupView(backup);
+  }
+
+  /**
+   * The backup a new database of this workspace is restored from (POST …/databases with
+   * `restore_from`): one of its own databases', succeeded, of the same type.
+   */
+  async restoreSource(access: Access, id: string, type: string | undefined): Promise<{ backup: BackupRow; type: DatabaseType }> {
+    const backup = await this.store.repos.backups.byId(id);
+    // another workspace's backup is as unknown as one that does not exist
+    if (backup === undefined || backup.workspace_id !== access.workspace.id) throw invalid('"restore_from" names no backup of this workspace.');
+    if (backup.status !== 'succeeded' || backup.manifest === null) throw invalid(`"restore_from" names a backup that is ${backup.status}; only a succeeded backup can be restored.`);
+    const manifest = JSON.parse(backup.manifest) as Manifest;
+    if (type !== undefined && type !== manifest.database.type) throw invalid(`"restore_from" names a ${manifest.database.type} backup; "type" is ${type}.`);
+    return { backup, type: manifest.database.type };
+  }
+
+  private async database(access: Access, slug: string): Promise<DatabaseRow> {
+    const row = await this.store.repos.databases.bySlug(access.workspace.id, slug);
+    if (row === undefined) throw notFound('Database');
+    return row;
+  }
+
+  private async backup(access: Access, dbSlug: string, id: string): Promise<{ db: DatabaseRow; backup: BackupRow }> {
+    const db = await this.database(access, dbSlug);
+    const backup = await this.store.repos.backups.byId(id);
+    if (backup === undefined || backup.database_id !== db.id) throw notFound('Backup');
+    return { db, backup };
+  }
+}
+
+export function backupView(r: BackupRow): Backup {
+  return {
+    id: r.id,
+    database_id: r.database_id,
+    status: r.status as Backup['status'],
+    trigger: r.trigger as Backup['trigger'],
+    destination: r.destination,
+    size: r.size,
+    checksum: r.checksum,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
+    verified_at: r.verified_at,
+    restore_seconds: r.restore_seconds,
+    error: r.error,
+    created_at: r.created_at,
+  };
+}

@@ -1,0 +1,35 @@
+import type { DatabaseType } from '../../domain/database.js';
+import type { Contents } from './engines.js';
+
+/** How backups are kept and run on this installation (docs/backups.md, docs/configuration.md). */
+export interface BackupPolicy {
+  /** the local destination's directory (`<data dir>/backups`) */
+  dir: string;
+}
+
+/** The label of a tool container: the backup (or `restore-<database>`) it works for. */
+export const BACKUP_LABEL = 'slipway.backup';
+
+/** The secret box purpose of a backup's own key: each artifact opens with its own key only. */
+export const keyPurpose = (backupId: string): string => `backup:${backupId}`;
+
+/** Where a backup's artifact is kept at its destination: made of ids only. */
+export const objectKey = (workspaceId: string, databaseId: string, backupId: string): string => `${workspaceId}/${databaseId}/${backupId}.slwb`;
+
+/** The manifest is kept beside its artifact. */
+export const manifestKey = (key: string): string => `${key}.manifest.json`;
+
+/** What a backup's manifest records (kept beside the artifact and in its record). */
+export interface Manifest {
+  format: 'slipway-backup/1';
+  backup_id: string;
+  database: { id: string; slug: string; type: DatabaseType };
+  /** the server's own version, e.g. "PostgreSQL 15.20" */
+  engine: string;
+  /** the tool and its version, e.g. "pg_dump (PostgreSQL) 15.20" */
+  tool: string;
+  image: string;
+  taken_at: string;
+  artifact: { key: string; size: number; sha256: string; compression: 'gzip' | 'none'; encryption: string };
+  contents: Contents;
+}
