@@ -114,6 +114,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     labels,
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,
+    mailer: deps.mailer,
     log,
   });
   const databases = new DatabaseWorker({

@@ -5,6 +5,9 @@
 // by the official client; the download is the engine's own format; the roles, the other
 // workspace and the bad requests are refused with the envelope.
 // Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import Docker from 'dockerode';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -14,6 +17,8 @@ import type { Database, DatabaseDetail } from '../../src/modules/databases/datab
 import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureDatabaseImages } from '../factories/images.js';
+import { BACKUP_LABEL } from '../../src/modules/backups/policy.js';
+import type { BackupPolicy } from '../../src/modules/backups/backups.schema.js';
 
 type Kind = 'postgresql' | 'mysql' | 'redis';
 const ROWS = 500;
@@ -146,6 +151,30 @@ describe('database backups on the engine (sqlite)', () => {
     return url.replace(encodeURIComponent('********'), encodeURIComponent(password)).replace('********', encodeURIComponent(password));
   }
 
+  async function verification(slug: string, id: string, ms = 150_000): Promise<BackupDetail> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const r = await s.request<BackupDetail>('GET', `${base()}/${slug}/backups/${id}`, { key: w.member.key });
+      const b = r.body.data;
+      if (b !== undefined && (b.verify_status === 'succeeded' || b.verify_status === 'failed')) return b;
+      if (Date.now() > end) throw new Error(`backup ${id}'s verification still ${b?.verify_status ?? '?'}: ${r.text}`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+
+  /** No scratch server or tool container outlives its work. */
+  async function noScratchLeft(): Promise<void> {
+    const docker = new Docker();
+    const end = Date.now() + 20_000;
+    for (;;) {
+      const left = await docker.listContainers({ all: true, filters: { label: [BACKUP_LABEL] } });
+      const volumes = (await docker.listVolumes({ filters: { label: [BACKUP_LABEL] } })).Volumes as unknown[] | null;
+      if (left.length === 0 && (volumes ?? []).length === 0) return;
+      if (Date.now() > end) throw new Error(`left behind: ${left.map((c) => c.Names.join(',')).join(' ')} and ${String((volumes ?? []).length)} volumes`);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+  }
+
   async function create(name: string, type: Kind, restoreFrom?: string): Promise<Database> {
     const made = await s.request<Database>('POST', base(), { key: w.member.key, body: { name, type, ...(restoreFrom === undefined ? {} : { restore_from: restoreFrom }) } });
     expect(made.status, made.text).toBe(202);
@@ -176,6 +205,16 @@ describe('database backups on the engine (sqlite)', () => {
       expect(done.manifest?.tool).toMatch(type === 'postgresql' ? /pg_dump \(PostgreSQL\) 15/ : type === 'mysql' ? /mariadb-dump|mysqldump/ : /BGSAVE/);
       if (type === 'redis') expect(done.manifest?.contents).toEqual({ kind: 'keys', keys: ROWS });
       else expect(done.manifest?.contents).toMatchObject({ kind: 'tables', tables: expect.arrayContaining([{ name: type === 'postgresql' ? 'public.items' : 'items', rows: ROWS }]) as unknown });
+
+      // proof: restored into a scratch server of the same engine and compared with the manifest
+      const asked = await s.request<Backup>('POST', `${base()}/${source.slug}/backups/${id}/verify`, { key: w.member.key });
+      expect(asked.status, asked.text).toBe(202);
+      expect(asked.body.data?.verify_status).toBe('pending');
+      const verified = await verification(source.slug, id);
+      expect(verified.verify_status, verified.verify_error ?? '').toBe('succeeded');
+      expect(verified.verified_at).not.toBeNull();
+      expect(verified.restore_seconds).toBeGreaterThan(0);
+      await noScratchLeft();
 
       // listed newest first
       const listed = await s.request<Backup[]>('GET', `${base()}/${source.slug}/backups`, { key: w.member.key });
@@ -237,4 +276,80 @@ describe('database backups on the engine (sqlite)', () => {
     expect(wrongType.body.error).toBe('"restore_from" names a redis backup; "type" is postgresql.');
     expect((await s.request('GET', `${base()}/nope/backups`, { key: w.member.key })).status).toBe(404);
   }, 200_000);
+
+  it('runs the schedule on the leader, keeps what the retention says, verifies after each, and alerts when no backup succeeded in time', async () => {
+    const db = await create('scheduled', 'redis');
+    const running = await settled(db.slug);
+    expect(running.status).toBe('running');
+    const dbId = running.id;
+    await seed('redis', urlOf(running, db.password));
+    const policyUrl = `${base()}/${db.slug}/backup-policy`;
+    expect((await s.request('PUT', policyUrl, { key: w.member.key, body: { schedule: '0 3 * * *' } })).status).toBe(403);
+    const put = await s.request<BackupPolicy>('PUT', policyUrl, { key: w.admin.key, body: { schedule: '0 3 * * *', keep_count: 2, verify: 'after-each' } });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body.data).toMatchObject({ schedule: '0 3 * * *', timezone: 'UTC', keep_count: 2, keep_days: null, destination_id: 'local', verify: 'after-each', alert: null, last_success_at: null });
+    expect(Date.parse(put.body.data?.next_run_at ?? '')).toBeGreaterThan(Date.now());
+
+    // three runs come due one after the other (as if Slipway had been down over them: each runs once)
+    const ids: string[] = [];
+    for (let run = 0; run < 3; run++) {
+      await s.store.db.updateTable('backup_policies').set({ next_run_at: new Date(Date.now() - 60_000).toISOString() }).where('database_id', '=', dbId).execute();
+      let b: Backup | undefined;
+      const end = Date.now() + 60_000;
+      while (b === undefined) {
+        if (Date.now() > end) throw new Error('the scheduled backup never came');
+        const listed = await s.request<Backup[]>('GET', `${base()}/${db.slug}/backups`, { key: w.member.key });
+        b = listed.body.data?.find((x) => x.trigger === 'scheduled' && !ids.includes(x.id));
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      ids.push(b.id);
+      const done = await finished(db.slug, b.id);
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      const v = await verification(db.slug, b.id);
+      expect(v.verify_status, v.verify_error ?? '').toBe('succeeded');
+      const policy = await s.request<BackupPolicy>('GET', policyUrl, { key: w.member.key });
+      expect(Date.parse(policy.body.data?.next_run_at ?? '')).toBeGreaterThan(Date.now());
+    }
+    // the oldest went: two kept, the artifact of the first removed from the destination too
+    const listed = await s.request<Backup[]>('GET', `${base()}/${db.slug}/backups`, { key: w.member.key });
+    expect(listed.body.data?.map((x) => x.id)).toEqual([ids[2], ids[1]]);
+    const dir = s.deps.policies.backups.dir;
+    await expect(readFile(join(dir, w.id, dbId, `${ids[0] ?? ''}.slwb`))).rejects.toThrow(/ENOENT/);
+    const policy = await s.request<BackupPolicy>('GET', policyUrl, { key: w.member.key });
+    expect(policy.body.data?.last_success_at).not.toBeNull();
+    expect(policy.body.data?.last_verified_at).not.toBeNull();
+
+    // a damaged artifact: the verification (and a download) say so, and an alert is raised
+    const newest = ids[2] ?? '';
+    const file = join(dir, w.id, dbId, `${newest}.slwb`);
+    const bytes = await readFile(file);
+    const mid = Math.floor(bytes.length / 2);
+    bytes[mid] = (bytes[mid] ?? 0) ^ 0xff;
+    await writeFile(file, bytes);
+    expect((await s.request('POST', `${base()}/${db.slug}/backups/${newest}/verify`, { key: w.member.key })).status).toBe(202);
+    const broken = await verification(db.slug, newest);
+    expect(broken.verify_status).toBe('failed');
+    expect(broken.verify_error).toMatch(/does not match its checksum/);
+    const download = await s.request('GET', `${base()}/${db.slug}/backups/${newest}/download`, { key: w.owner.key });
+    expect(download.status).toBe(409);
+    await noScratchLeft();
+    const alerted = await s.request<BackupPolicy>('GET', policyUrl, { key: w.member.key });
+    expect(alerted.body.data?.alert).toMatch(/^The verification of backup .* failed: /);
+
+    // a schedule with no success within 1.5 times its interval (hourly, set 2 hours ago, not due yet)
+    const quiet = await create('quiet', 'redis');
+    expect((await settled(quiet.slug)).status).toBe('running');
+    expect((await s.request('PUT', `${base()}/${quiet.slug}/backup-policy`, { key: w.owner.key, body: { schedule: '0 * * * *', verify: 'never' } })).status).toBe(200);
+    const quietId = (await s.store.repos.databases.bySlug(w.id, quiet.slug))?.id ?? '';
+    await s.store.db.updateTable('backup_policies').set({ created_at: new Date(Date.now() - 2 * 3600_000).toISOString(), next_run_at: new Date(Date.now() + 3600_000).toISOString() }).where('database_id', '=', quietId).execute();
+    const end = Date.now() + 20_000;
+    let alert: string | null = null;
+    while (alert === null && Date.now() < end) {
+      await new Promise((res) => setTimeout(res, 250));
+      alert = (await s.request<BackupPolicy>('GET', `${base()}/${quiet.slug}/backup-policy`, { key: w.member.key })).body.data?.alert ?? null;
+    }
+    expect(alert).toMatch(/^No backup of this database has succeeded since its schedule was set/);
+    const events = (await s.request<DatabaseDetail>('GET', `${base()}/${quiet.slug}`, { key: w.member.key })).body.data?.events.map((e) => e.message) ?? [];
+    expect(events.filter((e) => e.startsWith('Backup alert: No backup'))).toHaveLength(1);
+  }, 400_000);
 });

@@ -57,6 +57,9 @@ const BODIES: Record<string, unknown> = {
   'POST /api/workspaces/:slug/wallet/topup/gatewayb': { amount: 1000 },
   'POST /api/workspaces/:slug/databases': { name: 'intruder', type: 'redis' },
   'POST /api/workspaces/:slug/databases/:db_slug/backups': {},
+  'PUT /api/workspaces/:slug/databases/:db_slug/backup-policy': { schedule: '0 3 * * *' },
+  // takes no body: listed so that the walk below is known to cover it
+  'POST /api/workspaces/:slug/databases/:db_slug/backups/:backup_id/verify': undefined,
   'POST /api/workspaces/:slug/templates': { name: 'intruder', template_name: 'hello-template' },
   'PUT /api/workspaces/:slug/templates/:template_slug': { port: 9999 },
   'POST /api/workspaces/:slug/templates/:template_slug/deploy': { mode: 'image' },
@@ -88,6 +91,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     github: await db.selectFrom('github_installations').selectAll().where('workspace_id', '=', workspaceId).execute(),
     databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backups: await db.selectFrom('backups').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
+    backupPolicies: await db.selectFrom('backup_policies').selectAll().where('workspace_id', '=', workspaceId).orderBy('database_id').execute(),
     logs: await Promise.all(ids.map(logsOf)),
   };
 }
@@ -137,7 +141,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
     const at = new Date().toISOString();
     await s.store.repos.backups.insert({
       id: backupId, workspace_id: b.id, database_id: bDb?.id ?? '', status: 'succeeded', trigger: 'manual', destination: 'local', object_key: `${b.id}/${bDb?.id ?? ''}/${backupId}.slwb`,
-      size: 10, checksum: '0'.repeat(64), manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, error: null, requested_by: null, created_at: at,
+      size: 10, checksum: '0'.repeat(64), manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: null, requested_by: null, created_at: at,
     });
     // both have a template instance named "tshared"; B's has a variable, a domain and a running deployment
     await s.request('POST', `/api/workspaces/${a.slug}/templates`, { key: a.owner.key, body: { name: 'tshared', template_name: 'hello-template' } });

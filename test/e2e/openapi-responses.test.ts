@@ -33,6 +33,7 @@ const NO_SUCCESS_HERE: Record<string, string> = {
   stopTemplate: 'needs a running deployment (the engine)',
   createBackup: 'needs a running database (the engine: test/e2e/backups-engine.test.ts)',
   downloadBackup: 'needs a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
+  verifyBackup: 'needs a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
 };
 
 interface Seen {
@@ -235,11 +236,17 @@ describe('the OpenAPI document against real responses', () => {
     const at = new Date().toISOString();
     await s.store.repos.backups.insert({
       id: backupId, workspace_id: w.id, database_id: dbRow?.id ?? '', status: 'failed', trigger: 'manual', destination: 'local', object_key: `${w.id}/${dbRow?.id ?? ''}/${backupId}.slwb`,
-      size: null, checksum: null, manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: at,
+      size: null, checksum: null, manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: at,
     });
     expectStatus(await call('GET', `${dbs}/backups`, { key: member }), 200);
     expectStatus(await call('GET', `${dbs}/backups/${backupId}`, { key: member }), 200);
     expectStatus(await call('GET', `${dbs}/backups/${backupId}/download`, { key: w.owner.key }), 409);
+    expectStatus(await call('POST', `${dbs}/backups/${backupId}/verify`, { key: member }), 409);
+    expectStatus(await call('GET', `${dbs}/backup-policy`, { key: member }), 200);
+    expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '*/5 * * * *' } }), 400);
+    expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '0 3 * * *', timezone: 'Europe/Paris', keep_count: 3, keep_days: 30, verify: 'after-each' } }), 200);
+    expectStatus(await call('GET', `${dbs}/backup-policy`, { key: member }), 200);
+    expectStatus(await call('DELETE', `${dbs}/backup-policy`, { key: w.owner.key }), 200);
     expectStatus(await call('DELETE', `${dbs}/backups/${backupId}`, { key: w.owner.key }), 200);
     expectStatus(await call('DELETE', `${ws}/databases/${db.body.data?.slug ?? ''}`, { key: member }), 202);
 

@@ -174,6 +174,10 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups` },
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}` },
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id/download', who: 'admin', ok: 409, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}/download` },
+  { method: 'POST', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id/verify', who: 'member', ok: 409, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}/verify` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
+  { method: 'PUT', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy`, body: () => ({ schedule: '0 3 * * *', keep_count: 3 }) },
+  { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}`, fresh: (s, f) => newBackup(s, f.w, f.databaseSlug) },
 
   // Templates, without an engine: deploys queue (202); nothing runs for redeploy and rollback (409).
@@ -264,7 +268,7 @@ async function newBackup(s: TestServer, w: TestWorkspace, dbSlug: string): Promi
   const now = new Date().toISOString();
   await s.store.repos.backups.insert({
     id, workspace_id: w.id, database_id: db.id, status: 'failed', trigger: 'manual', destination: 'local', object_key: `${w.id}/${db.id}/${id}.slwb`,
-    size: null, checksum: null, manifest: null, started_at: now, finished_at: now, verified_at: null, restore_seconds: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: now,
+    size: null, checksum: null, manifest: null, started_at: now, finished_at: now, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: now,
   });
   return { backupId: id };
 }

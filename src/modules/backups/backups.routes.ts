@@ -25,6 +25,15 @@ export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService }>
     return reply.send(req.method === 'HEAD' ? Readable.from([]) : file.body());
   });
 
+  app.post(`${base}/:backup_id/verify`, { schema: s.verifyBackup, config: { action: 'workspace.operate' } }, async (req, reply) =>
+    reply.code(202).send(ok(await backups.verify(accessOf(req), req.params.db_slug, req.params.backup_id))),
+  );
+
+  const policy = '/api/workspaces/:slug/databases/:db_slug/backup-policy';
+  app.get(policy, { schema: s.getBackupPolicy, config: { action: 'workspace.read' } }, async (req) => ok(await backups.getPolicy(accessOf(req), req.params.db_slug)));
+  app.put(policy, { schema: s.putBackupPolicy, config: { action: 'backups.manage' } }, async (req) => ok(await backups.putPolicy(accessOf(req), req.params.db_slug, req.body)));
+  app.delete(policy, { schema: s.deleteBackupPolicy, config: { action: 'backups.manage' } }, async (req) => ok(await backups.deletePolicy(accessOf(req), req.params.db_slug)));
+
   app.delete(`${base}/:backup_id`, { schema: s.deleteBackup, config: { action: 'backups.manage' } }, async (req) =>
     ok(await backups.delete(accessOf(req), req.params.db_slug, req.params.backup_id)),
   );

@@ -4,6 +4,8 @@ import { authErrors, bodyErrors, Envelope, ErrorEnvelope, StringEnum, Timestamp 
 
 export const BACKUP_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'scheduled', 'safety'] as const;
+export const VERIFY_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const;
+export const VERIFY_MODES = ['after-each', 'weekly', 'never'] as const;
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -23,11 +25,33 @@ export const Backup = Type.Object(
     verified_at: Nullable(Timestamp),
     restore_seconds: Nullable(Type.Number({ description: 'How long the last verified restore of it took.' })),
     error: Nullable(Type.String({ description: 'Why it failed: the failing step and its own error.' })),
+    verify_status: Nullable(StringEnum(VERIFY_STATUSES, { description: 'Its verification: restored into a scratch server of the same engine and compared with the manifest (POST …/verify, or the policy). null: never asked.' })),
+    verify_error: Nullable(Type.String({ description: 'Why the verification failed.' })),
     created_at: Timestamp,
   },
   { additionalProperties: false },
 );
 export type Backup = Static<typeof Backup>;
+
+export const BackupPolicy = Type.Object(
+  {
+    schedule: Type.String({ description: 'Five-field cron, at most hourly, e.g. `0 3 * * *`.' }),
+    timezone: Type.String({ description: 'The IANA time zone the schedule is read in.' }),
+    keep_count: Type.Integer({ description: 'Succeeded backups kept per destination (the newest).' }),
+    keep_days: Nullable(Type.Integer({ description: 'And none older than this (the newest is always kept); null: no age limit.' })),
+    destination_id: Type.String(),
+    verify: StringEnum(VERIFY_MODES, { description: '`after-each` scheduled backup, `weekly` (after a scheduled backup when the last verified restore is a week old or more; the default), or `never`.' }),
+    next_run_at: Timestamp,
+    alert: Nullable(Type.String({ description: 'What is wrong, when something is: no success within 1.5× the interval, no verified restore for 14 days, a skipped or failed verification. Lifted by the next success.' })),
+    alerted_at: Nullable(Timestamp),
+    last_success_at: Nullable(Timestamp),
+    last_verified_at: Nullable(Timestamp),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+export type BackupPolicy = Static<typeof BackupPolicy>;
 
 const Contents = Type.Unknown({ description: 'What it holds: `{kind: "tables", tables: [{name, rows}]}`, `{kind: "keys", keys}` or `{kind: "collections", collections: [{name, documents}]}`.' });
 
@@ -103,4 +127,47 @@ export const deleteBackup = {
   summary: 'Delete a backup and its artifact',
   params: BackupParams,
   response: { 200: Envelope(Backup), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const verifyBackup = {
+  operationId: 'verifyBackup',
+  tags,
+  summary: 'Verify a backup now: restore it into a scratch server and compare it with its manifest, in the background (202)',
+  params: BackupParams,
+  response: { 202: Envelope(Backup), ...authErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+};
+
+export const getBackupPolicy = {
+  operationId: 'getBackupPolicy',
+  tags,
+  summary: "Get the database's backup schedule, retention and alert (null when it has none)",
+  params: DatabaseParams,
+  response: { 200: Envelope(Nullable(BackupPolicy)), ...authErrors },
+};
+
+export const putBackupPolicy = {
+  operationId: 'putBackupPolicy',
+  tags,
+  summary: "Set the database's backup schedule, retention, destination and verification",
+  params: DatabaseParams,
+  body: Type.Object(
+    {
+      schedule: Type.String({ minLength: 1, maxLength: 100 }),
+      timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Default UTC.' })),
+      keep_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 7.' })),
+      keep_days: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 3650, description: 'Default null (no age limit).' }))),
+      destination_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Default `local`.' })),
+      verify: Type.Optional(StringEnum(VERIFY_MODES, { description: 'Default `weekly`.' })),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 200: Envelope(BackupPolicy), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
+};
+
+export const deleteBackupPolicy = {
+  operationId: 'deleteBackupPolicy',
+  tags,
+  summary: "Remove the database's backup schedule (its backups stay)",
+  params: DatabaseParams,
+  response: { 200: Envelope(Type.Object({ deleted: Type.Boolean() }, { additionalProperties: false })), ...authErrors },
 };

@@ -8,10 +8,11 @@ import { conflict, invalid, notFound } from '../../domain/errors.js';
 import type { Late } from '../../domain/late.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { StoreOf } from '../../store/db.js';
-import type { BackupRow, DatabaseRow } from '../../store/repositories/index.js';
+import type { BackupPolicyRow, BackupRow, DatabaseRow } from '../../store/repositories/index.js';
 import type { WalletService } from '../billing/wallet.service.js';
 import { Digest, Open } from './artifact.js';
-import type { Backup, BackupDetail } from './backups.schema.js';
+import type { Backup, BackupDetail, BackupPolicy } from './backups.schema.js';
+import { nextRun, scheduleProblem } from './schedule.js';
 import type { Destination } from './destinations.js';
 import { TOOLS } from './engines.js';
 import { keyPurpose, manifestKey, objectKey, type Manifest } from './policy.js';
@@ -61,6 +62,8 @@ export class BackupService {
       finished_at: null,
       verified_at: null,
       restore_seconds: null,
+      verify_status: null,
+      verify_error: null,
       error: null,
       requested_by: access.caller.user.id,
       created_at: iso(this.clock.now()),
@@ -130,6 +133,83 @@ export class BackupService {
     return backupView(backup);
   }
 
+  /** Queues a verification (a restore into a scratch server compared with the manifest). */
+  async verify(access: Access, dbSlug: string, id: string): Promise<Backup> {
+    const { backup } = await this.backup(access, dbSlug, id);
+    if (backup.status !== 'succeeded') throw conflict(`The backup is ${backup.status}; only a succeeded backup can be verified.`);
+    if (backup.verify_status === 'pending' || backup.verify_status === 'running') throw conflict(`Its verification is already ${backup.verify_status}.`);
+    await this.wallets.requireFunds(access.workspace.id);
+    await this.store.repos.backups.updateVerify(backup.id, backup.verify_status, { verify_status: 'pending', verify_error: null });
+    this.worker.get().wake();
+    return backupView({ ...backup, verify_status: 'pending', verify_error: null });
+  }
+
+  async getPolicy(access: Access, dbSlug: string): Promise<BackupPolicy | null> {
+    const db = await this.database(access, dbSlug);
+    const row = await this.store.repos.backups.policy(db.id);
+    return row === undefined ? null : this.policyView(row);
+  }
+
+  async putPolicy(
+    access: Access,
+    dbSlug: string,
+    input: { schedule: string; timezone?: string | undefined; keep_count?: number | undefined; keep_days?: number | null | undefined; destination_id?: string | undefined; verify?: 'after-each' | 'weekly' | 'never' | undefined },
+  ): Promise<BackupPolicy> {
+    const db = await this.database(access, dbSlug);
+    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
+    const timezone = input.timezone ?? 'UTC';
+    const problem = scheduleProblem(input.schedule, timezone);
+    if (problem !== null) throw invalid(problem);
+    const destination = input.destination_id ?? 'local';
+    if (destination !== this.destination.id) throw invalid(`"destination_id" names no backup destination of this workspace ("local" is the only one here).`);
+    const now = this.clock.now();
+    const next = nextRun(input.schedule, timezone, now);
+    if (next === null) throw invalid('"schedule" never runs.');
+    const old = await this.store.repos.backups.policy(db.id);
+    const row: BackupPolicyRow = {
+      database_id: db.id,
+      workspace_id: db.workspace_id,
+      schedule: input.schedule.trim().replace(/\s+/g, ' '),
+      timezone,
+      keep_count: input.keep_count ?? 7,
+      keep_days: input.keep_days ?? null,
+      destination,
+      verify: input.verify ?? 'weekly',
+      next_run_at: iso(next),
+      alert: null,
+      alerted_at: null,
+      created_at: old?.created_at ?? iso(now),
+      updated_at: iso(now),
+    };
+    await this.store.repos.backups.putPolicy(row);
+    this.worker.get().wake();
+    return this.policyView(row);
+  }
+
+  async deletePolicy(access: Access, dbSlug: string): Promise<{ deleted: boolean }> {
+    const db = await this.database(access, dbSlug);
+    return { deleted: await this.store.repos.backups.deletePolicy(db.id) };
+  }
+
+  private async policyView(r: BackupPolicyRow): Promise<BackupPolicy> {
+    const ok = await this.store.repos.backups.succeeded(r.database_id);
+    return {
+      schedule: r.schedule,
+      timezone: r.timezone,
+      keep_count: r.keep_count,
+      keep_days: r.keep_days,
+      destination_id: r.destination,
+      verify: r.verify as BackupPolicy['verify'],
+      next_run_at: r.next_run_at,
+      alert: r.alert,
+      alerted_at: r.alerted_at,
+      last_success_at: ok[0]?.finished_at ?? null,
+      last_verified_at: ok.map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1) ?? null,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    };
+  }
+
   /**
    * The backup a new database of this workspace is restored from (POST …/databases with
    * `restore_from`): one of its own databases', succeeded, of the same type.
@@ -172,6 +252,8 @@ export function backupView(r: BackupRow): Backup {
     verified_at: r.verified_at,
     restore_seconds: r.restore_seconds,
     error: r.error,
+    verify_status: r.verify_status as Backup['verify_status'],
+    verify_error: r.verify_error,
     created_at: r.created_at,
   };
 }

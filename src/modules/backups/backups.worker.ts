@@ -2,17 +2,21 @@ import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
-import type { DatabaseAddress, DatabaseType } from '../../domain/database.js';
+import { DEFAULT_PORTS, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
 import type { Runtime } from '../../domain/runtime.js';
+import type { Mailer } from '../../adapters/notify/mailer.js';
+import { randomBytes } from 'node:crypto';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
-import type { BackupRow, DatabaseRow, Repositories } from '../../store/repositories/index.js';
+import type { BackupPolicyRow, BackupRow, DatabaseRow, Repositories } from '../../store/repositories/index.js';
 import type { DatabaseRestorer } from '../databases/databases.worker.js';
 import { serverName } from '../databases/health.js';
 import { passwordContext } from '../databases/policy.js';
+import { login as realLogin, SERVERS } from '../databases/servers.js';
+import { intervalMs, nextRun } from './schedule.js';
 import { Digest, Open, Seal } from './artifact.js';
 import { compareContents, describeContents, TOOLS, type Contents, type ToolContext } from './engines.js';
 import type { Destination } from './destinations.js';
-import { BACKUP_LABEL, keyPurpose, manifestKey, type Manifest } from './policy.js';
+import { BACKUP_LABEL, keyPurpose, manifestKey, objectKey, type Manifest } from './policy.js';
 
 export interface BackupWorkerLog {
   info(obj: object, msg: string): void;
@@ -21,11 +25,17 @@ export interface BackupWorkerLog {
 }
 
 export interface BackupWorkerOptions {
-  repos: Pick<Repositories, 'backups' | 'databases' | 'workspaces'>;
+  repos: Pick<Repositories, 'backups' | 'databases' | 'workspaces' | 'members'>;
   clock: Clock;
   ids: IdSource;
   secrets: Pick<SecretBox, 'open' | 'derive'>;
-  runtime: Pick<Runtime, 'task' | 'inspect' | 'list' | 'remove'>;
+  runtime: Pick<Runtime, 'task' | 'inspect' | 'list' | 'remove' | 'run' | 'ensureVolume' | 'removeVolume' | 'listVolumes'>;
+  /** e-mails the owners when backups of a database are in trouble; absent: the alert is in the records and the log only */
+  mailer?: Mailer | undefined;
+  /** logs in to a scratch server (the real clients by default) */
+  login?: (a: DatabaseAddress) => Promise<void>;
+  /** how long a scratch server gets to accept a login (default 2 min) */
+  scratchReadyMs?: number;
   destination: Destination;
   /** this installation's labels: every task container carries them */
   labels: Readonly<Record<string, string>>;
@@ -39,6 +49,8 @@ export interface BackupWorkerOptions {
   /** the memory of a tool container, MiB (default 512) */
   taskMemoryMb?: number;
   pollMs?: number;
+  /** how often the alerts are looked at (default 30 s) */
+  alertsEveryMs?: number;
 }
 
 /**
@@ -54,11 +66,13 @@ export class BackupWorker implements DatabaseRestorer {
   private stopped = false;
   private readonly busy = new Map<string, Promise<void>>();
   private readonly abort = new AbortController();
-  private readonly o: Required<Pick<BackupWorkerOptions, 'concurrency' | 'taskTimeoutMs' | 'taskMemoryMb' | 'pollMs'>> & BackupWorkerOptions;
+  private readonly o: Required<Pick<BackupWorkerOptions, 'concurrency' | 'taskTimeoutMs' | 'taskMemoryMb' | 'pollMs' | 'alertsEveryMs' | 'scratchReadyMs'>> & BackupWorkerOptions;
   private recovered = false;
+  private verifying: Promise<void> | null = null;
+  private lastAlerts = 0;
 
   constructor(o: BackupWorkerOptions) {
-    this.o = { concurrency: 2, taskTimeoutMs: 2 * 3600_000, taskMemoryMb: 512, pollMs: 2_000, ...o };
+    this.o = { concurrency: 2, taskTimeoutMs: 2 * 3600_000, taskMemoryMb: 512, pollMs: 2_000, alertsEveryMs: 30_000, scratchReadyMs: 120_000, ...o };
   }
 
   start(): void {
@@ -73,6 +87,7 @@ export class BackupWorker implements DatabaseRestorer {
     if (this.timer !== null) clearInterval(this.timer);
     await this.running;
     await Promise.allSettled([...this.busy.values()]);
+    await this.verifying;
   }
 
   wake(): void {
@@ -104,6 +119,7 @@ export class BackupWorker implements DatabaseRestorer {
   async idle(): Promise<void> {
     await this.running;
     await Promise.allSettled([...this.busy.values()]);
+    await this.verifying;
   }
 
   private async pass(): Promise<void> {
@@ -111,6 +127,23 @@ export class BackupWorker implements DatabaseRestorer {
     if (!this.recovered) {
       this.recovered = true;
       await this.recover();
+    }
+    await this.schedule();
+    const now = this.o.clock.now().getTime();
+    if (now - this.lastAlerts >= this.o.alertsEveryMs) {
+      this.lastAlerts = now;
+      await this.alerts();
+    }
+    if (this.verifying === null) {
+      const next = (await repos.backups.verifyQueue())[0];
+      if (next !== undefined) {
+        this.verifying = this.verify(next)
+          .catch((err: unknown) => { this.o.log.error({ err, backup: next.id }, 'backup worker: unexpected failure of a verification'); })
+          .finally(() => {
+            this.verifying = null;
+            this.wake();
+          });
+      }
     }
     for (const b of await repos.backups.withStatus(['pending'])) {
       if (this.stopped || this.busy.size >= this.o.concurrency) return;
@@ -135,9 +168,13 @@ export class BackupWorker implements DatabaseRestorer {
     for (const b of await repos.backups.withStatus(['running'])) {
       await repos.backups.update(b.id, 'running', { status: 'failed', error: 'Slipway stopped while this backup ran; it was not finished. Take another one.', finished_at: iso(clock.now()) });
     }
+    await repos.backups.failRunningVerifications('Slipway stopped while this verification ran; it was not finished.');
     try {
       for (const c of await runtime.list({ labels })) {
         if (c.labels[BACKUP_LABEL] !== undefined) await runtime.remove(c.id);
+      }
+      for (const v of await runtime.listVolumes({ labels })) {
+        if (v.labels[BACKUP_LABEL] !== undefined) await runtime.removeVolume(v.name);
       }
     } catch (err) {
       this.o.log.warn({ err }, 'backup worker: cannot remove the tool containers a previous run left');
@@ -213,11 +250,227 @@ export class BackupWorker implements DatabaseRestorer {
         throw new Error(`the stored artifact does not match what was written (${String(back.size)} bytes, sha256 ${back.hex().slice(0, 12)}… where ${String(size)} bytes, ${checksum.slice(0, 12)}… were written).`);
       }
       await repos.backups.update(b.id, 'running', { status: 'succeeded', size, checksum, manifest: JSON.stringify(manifest), finished_at: iso(clock.now()), error: null });
+      await this.afterSuccess(b, db);
       this.o.log.info({ backup: b.id, database: db.id, bytes: size, seconds: (clock.now().getTime() - startedAt.getTime()) / 1000 }, `backup succeeded: ${describeContents(dumped.contents)}`);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       await destination.delete(b.object_key).catch(() => undefined);
       await this.fail(b, `${step}: ${message}`);
+    }
+  }
+
+  /**
+   * After a success: retention at its destination (the backup just taken is the newest, so
+   * nothing is pruned before a newer one succeeded), a verification when the policy asks for one,
+   * and the "no success" alert lifted.
+   */
+  private async afterSuccess(b: BackupRow, db: DatabaseRow): Promise<void> {
+    const { repos } = this.o;
+    const policy = await repos.backups.policy(db.id);
+    if (policy !== undefined) {
+      await this.prune(db, policy, b.destination);
+      if (b.trigger === 'scheduled' && policy.verify !== 'never') {
+        const last = (await repos.backups.succeeded(db.id)).map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1);
+        const weekAgo = this.o.clock.now().getTime() - 7 * 86_400_000;
+        if (policy.verify === 'after-each' || last === undefined || Date.parse(last) < weekAgo) await repos.backups.updateVerify(b.id, null, { verify_status: 'pending' });
+      }
+      if (policy.alert !== null && policy.alert.startsWith('No backup')) await repos.backups.setAlert(db.id, null, null);
+    }
+  }
+
+  /** Retention by count and by age at one destination; the newest succeeded backup is always kept. */
+  private async prune(db: DatabaseRow, policy: BackupPolicyRow, destination: string): Promise<void> {
+    const { repos, clock } = this.o;
+    const kept = await repos.backups.succeeded(db.id, destination);
+    const oldest = policy.keep_days === null ? null : clock.now().getTime() - policy.keep_days * 86_400_000;
+    for (const [i, x] of kept.entries()) {
+      if (i === 0) continue;
+      const tooMany = i >= policy.keep_count;
+      const tooOld = oldest !== null && Date.parse(x.finished_at ?? x.created_at) < oldest;
+      if (!tooMany && !tooOld) continue;
+      if (x.verify_status === 'running') continue;
+      try {
+        await this.o.destination.delete(x.object_key);
+        await this.o.destination.delete(manifestKey(x.object_key));
+        await repos.backups.delete(x.id);
+        this.o.log.info({ backup: x.id, database: db.id, reason: tooMany ? 'count' : 'age' }, 'backup removed by retention');
+      } catch (err) {
+        this.o.log.warn({ err, backup: x.id }, 'backup worker: retention could not remove a backup yet');
+      }
+    }
+  }
+
+  /**
+   * The schedules that are due: each run is claimed by moving its policy's next run forward
+   * (only one leader moves it), then queued; a run while the previous one still runs is recorded
+   * as failed with that reason. A schedule missed while Slipway was down runs once.
+   */
+  private async schedule(): Promise<void> {
+    const { repos, clock, ids } = this.o;
+    const now = clock.now();
+    for (const p of await repos.backups.policies()) {
+      if (Date.parse(p.next_run_at) > now.getTime() || this.stopped) continue;
+      const next = nextRun(p.schedule, p.timezone, now);
+      if (next === null || !(await repos.backups.advance(p.database_id, p.next_run_at, iso(next)))) continue;
+      const db = await repos.databases.byId(p.database_id);
+      if (db === undefined) continue;
+      const id = ids.id();
+      const active = await repos.backups.active(db.id);
+      const at = iso(now);
+      await repos.backups.insert({
+        id,
+        workspace_id: db.workspace_id,
+        database_id: db.id,
+        status: active === undefined ? 'pending' : 'failed',
+        trigger: 'scheduled',
+        destination: p.destination,
+        object_key: objectKey(db.workspace_id, db.id, id),
+        size: null,
+        checksum: null,
+        manifest: null,
+        started_at: active === undefined ? null : at,
+        finished_at: active === undefined ? null : at,
+        verified_at: null,
+        restore_seconds: null,
+        verify_status: null,
+        verify_error: null,
+        error: active === undefined ? null : `skipped: the previous backup (${active.id}) was still ${active.status}.`,
+        requested_by: null,
+        created_at: at,
+      });
+      if (active !== undefined) await this.raise(db, p, `A scheduled backup was skipped: the previous backup (${active.id}) was still ${active.status}.`);
+    }
+  }
+
+  /**
+   * The alerts in force (docs/backups.md#alerts): no success within 1.5× the schedule's interval,
+   * or no verified restore for 14 days. Each is raised once (the policy keeps it) and lifted
+   * by the next success.
+   */
+  private async alerts(): Promise<void> {
+    const { repos, clock } = this.o;
+    const now = clock.now();
+    for (const p of await repos.backups.policies()) {
+      const db = await repos.databases.byId(p.database_id);
+      if (db === undefined) continue;
+      const ok = await repos.backups.succeeded(db.id);
+      const lastOk = ok[0]?.finished_at ?? null;
+      const since = Date.parse(lastOk ?? p.created_at);
+      const interval = intervalMs(p.schedule, p.timezone, now);
+      if (now.getTime() - since > 1.5 * interval) {
+        await this.raise(db, p, lastOk === null ? `No backup of this database has succeeded since its schedule was set (${p.created_at}).` : `No backup of this database has succeeded since ${lastOk}, more than 1.5 times its schedule's interval.`);
+        continue;
+      }
+      if (p.verify !== 'never') {
+        const verified = ok.map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1);
+        const from = Date.parse(verified ?? p.created_at);
+        if (now.getTime() - from > 14 * 86_400_000) await this.raise(db, p, verified === undefined ? 'No restore of a backup of this database has been verified in the 14 days since its schedule was set.' : `The last verified restore of this database's backups was at ${verified}, more than 14 days ago.`);
+      }
+    }
+  }
+
+  /** Raises an alert once: the policy and the database's events say so, the owners are e-mailed; a failed e-mail changes nothing else. */
+  private async raise(db: DatabaseRow, p: BackupPolicyRow, message: string): Promise<void> {
+    const { repos, clock } = this.o;
+    if (p.alert === message) return;
+    const at = iso(clock.now());
+    await repos.backups.setAlert(db.id, message, at);
+    p.alert = message;
+    await repos.databases.addEvent({ id: this.o.ids.id(), database_id: db.id, at, message: `Backup alert: ${message}` }).catch(() => undefined);
+    this.o.log.warn({ database: db.id, alert: message }, 'backup alert');
+    const mailer = this.o.mailer;
+    if (mailer === undefined) return;
+    try {
+      const ws = await repos.workspaces.byId(db.workspace_id);
+      const owners = (await repos.members.list(db.workspace_id)).filter((m) => m.role === 'owner' && m.status === 'active');
+      for (const o of owners) {
+        await mailer.send({ to: o.email, subject: `Slipway: backups of ${db.name} (${ws?.slug ?? db.workspace_id}) need attention`, text: `${message}\n\nDatabase: ${db.slug} in workspace ${ws?.slug ?? db.workspace_id}.` });
+      }
+    } catch (err) {
+      this.o.log.warn({ err, database: db.id }, 'backup alert: the e-mail could not be sent (the alert stays in the records)');
+    }
+  }
+
+  /**
+   * Proof (docs/backups.md#verification): the backup restored into a scratch server of the same
+   * engine and image (capped CPU and memory, on the workspace's network), its contents compared
+   * with the manifest, the time recorded, the scratch server removed whatever happened.
+   */
+  private async verify(b: BackupRow): Promise<void> {
+    const { repos, clock, runtime } = this.o;
+    if (!(await repos.backups.updateVerify(b.id, 'pending', { verify_status: 'running', verify_error: null }))) return;
+    const started = clock.now().getTime();
+    const name = `slipway-verify-${b.id}`;
+    const labels = { ...this.o.labels, [BACKUP_LABEL]: `verify-${b.id}` };
+    try {
+      const db = await repos.databases.byId(b.database_id);
+      const ws = db === undefined ? undefined : await repos.workspaces.byId(db.workspace_id);
+      if (db === undefined || ws === undefined || b.manifest === null) throw new Error('the database or its manifest is gone.');
+      const manifest = JSON.parse(b.manifest) as Manifest;
+      const type = db.type as DatabaseType;
+      const tools = TOOLS[type];
+      const server = SERVERS[type];
+      const network = await this.o.network({ id: ws.id, slug: ws.slug });
+      const password = generatePassword((n) => randomBytes(n));
+      const inside: DatabaseAddress = { type, host: name, port: DEFAULT_PORTS[type], username: db.username, password, databaseName: db.database_name };
+      await runtime.ensureVolume({ name, workspace: ws.id, labels });
+      const at = { image: manifest.image, volume: name, network };
+      if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, `verify-${b.id}`, { ...at, server: inside, direct: inside }), await this.plain(b, manifest));
+      const info = await runtime.run({
+        name,
+        image: manifest.image,
+        env: server.env(inside, () => generatePassword((n) => randomBytes(n))),
+        ...(server.command === undefined ? {} : { command: server.command(inside) }),
+        owner: { workspace: ws.id },
+        labels,
+        cpu: 1,
+        memoryBytes: this.o.taskMemoryMb * 1024 * 1024,
+        network,
+        aliases: [name],
+        port: inside.port,
+        publish: this.o.upstreamMode === 'published',
+        mounts: [{ volume: name, path: server.dataPath }],
+        restart: { kind: 'never' },
+        init: true,
+      });
+      const direct: DatabaseAddress =
+        this.o.upstreamMode === 'published' && info.hostPort !== null ? { ...inside, host: '127.0.0.1', port: info.hostPort } : { ...inside, host: info.networkAddress ?? name };
+      await this.waitForLogin(direct, name);
+      if (tools.restoreWhen === 'after-ready') await tools.restore(this.tool(db, `verify-${b.id}`, { ...at, server: inside, direct }), await this.plain(b, manifest));
+      const differences = compareContents(manifest.contents, await tools.count(direct));
+      if (differences.length > 0) throw new Error(`the restored copy does not hold what the manifest says: ${differences.join('; ')}.`);
+      const seconds = Math.round((clock.now().getTime() - started) / 100) / 10;
+      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'succeeded', verified_at: iso(clock.now()), restore_seconds: seconds, verify_error: null });
+      this.o.log.info({ backup: b.id, database: db.id, seconds }, `backup verified: ${describeContents(manifest.contents)} restored into a scratch server`);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'failed', verify_error: message });
+      this.o.log.warn({ backup: b.id, error: message }, 'backup verification failed');
+      const db = await repos.databases.byId(b.database_id);
+      const p = db === undefined ? undefined : await repos.backups.policy(db.id);
+      if (db !== undefined && p !== undefined) await this.raise(db, p, `The verification of backup ${b.id} failed: ${message}`);
+    } finally {
+      await runtime.remove(name).catch(() => undefined);
+      await runtime.removeVolume(name).catch(() => undefined);
+    }
+  }
+
+  private async waitForLogin(a: DatabaseAddress, container: string): Promise<void> {
+    const login = this.o.login ?? realLogin;
+    const deadline = this.o.clock.now().getTime() + this.o.scratchReadyMs;
+    let last = '';
+    for (;;) {
+      if (this.stopped) throw new Error('Slipway is stopping');
+      try {
+        await login(a);
+        return;
+      } catch (err) {
+        last = err instanceof Error ? err.message : String(err);
+      }
+      const info = await this.o.runtime.inspect(container);
+      if (info === null || info.state === 'exited' || info.state === 'dead') throw new Error(`the scratch server exited before it accepted a login${info?.oomKilled === true ? ' (out of memory)' : ''}.`);
+      if (this.o.clock.now().getTime() > deadline) throw new Error(`the scratch server did not accept a login in time (last answer: ${last}).`);
+      await new Promise((r) => setTimeout(r, 300));
     }
   }
 

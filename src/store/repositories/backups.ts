@@ -1,8 +1,9 @@
 import { toNumber } from '../dialects.js';
-import type { BackupsTable } from '../tables/backups.js';
+import type { BackupPoliciesTable, BackupsTable } from '../tables/backups.js';
 import { Repository } from './repository.js';
 
 export type BackupRow = BackupsTable;
+export type BackupPolicyRow = BackupPoliciesTable;
 
 /** PostgreSQL returns bigint as text: every row leaves here with numbers. */
 const row = (r: BackupRow): BackupRow => ({ ...r, size: r.size === null ? null : toNumber(r.size) });
@@ -57,5 +58,62 @@ export class BackupRepository extends Repository {
   async objectKeys(): Promise<Set<string>> {
     const rows = await this.db.selectFrom('backups').select('object_key').execute();
     return new Set(rows.map((r) => r.object_key));
+  }
+
+  /** Succeeded backups of the database at `destination`, newest first (retention counts them all, whatever their trigger). */
+  async succeeded(databaseId: string, destination?: string): Promise<BackupRow[]> {
+    let q = this.db.selectFrom('backups').selectAll().where('database_id', '=', databaseId).where('status', '=', 'succeeded');
+    if (destination !== undefined) q = q.where('destination', '=', destination);
+    return (await q.orderBy('finished_at', 'desc').orderBy('id', 'desc').execute()).map(row);
+  }
+
+  /** Backups whose verification waits (oldest first). */
+  async verifyQueue(): Promise<BackupRow[]> {
+    const rows = await this.db.selectFrom('backups').selectAll().where('verify_status', '=', 'pending').orderBy('created_at').execute();
+    return rows.map(row);
+  }
+
+  /** Changes the verification only while it is still `from`: true when it did. */
+  async updateVerify(id: string, from: string | null, patch: Pick<Partial<BackupRow>, 'verify_status' | 'verify_error' | 'verified_at' | 'restore_seconds'>): Promise<boolean> {
+    let q = this.db.updateTable('backups').set(patch).where('id', '=', id).where('status', '=', 'succeeded');
+    q = from === null ? q.where('verify_status', 'is', null) : q.where('verify_status', '=', from);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Verifications a previous leader left running: failed, said so. */
+  async failRunningVerifications(message: string): Promise<void> {
+    await this.db.updateTable('backups').set({ verify_status: 'failed', verify_error: message }).where('verify_status', '=', 'running').execute();
+  }
+
+  // --- policies ------------------------------------------------------------------------------
+
+  policy(databaseId: string): Promise<BackupPolicyRow | undefined> {
+    return this.db.selectFrom('backup_policies').selectAll().where('database_id', '=', databaseId).executeTakeFirst();
+  }
+
+  async putPolicy(r: BackupPolicyRow): Promise<void> {
+    const { database_id: _id, workspace_id: _ws, created_at: _c, ...rest } = r;
+    await this.db.insertInto('backup_policies').values(r).onConflict((oc) => oc.column('database_id').doUpdateSet(rest)).execute();
+  }
+
+  async deletePolicy(databaseId: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('backup_policies').where('database_id', '=', databaseId).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+
+  /** Every policy (the leader's scheduler and alerts look at each). */
+  policies(): Promise<BackupPolicyRow[]> {
+    return this.db.selectFrom('backup_policies').selectAll().orderBy('database_id').execute();
+  }
+
+  /** Moves a due run forward, only from the value read: the leader that moved it runs it (never two). */
+  async advance(databaseId: string, from: string, next: string): Promise<boolean> {
+    const r = await this.db.updateTable('backup_policies').set({ next_run_at: next }).where('database_id', '=', databaseId).where('next_run_at', '=', from).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async setAlert(databaseId: string, alert: string | null, at: string | null): Promise<void> {
+    await this.db.updateTable('backup_policies').set({ alert, alerted_at: at }).where('database_id', '=', databaseId).execute();
   }
 }

@@ -21,6 +21,9 @@ export interface BackupsTable {
   finished_at: string | null;
   verified_at: string | null;
   restore_seconds: number | null;
+  /** null (never asked) | pending | running | succeeded | failed: a restore into a scratch server compared with the manifest */
+  verify_status: string | null;
+  verify_error: string | null;
   /** why it failed, readable (the failing step's own error) */
   error: string | null;
   /** the user who asked for it; null for Slipway's own (scheduled, safety) */
@@ -28,6 +31,53 @@ export interface BackupsTable {
   created_at: string;
 }
 
+/** A database's backup schedule (docs/backups.md#policies). */
+export interface BackupPoliciesTable {
+  database_id: string;
+  workspace_id: string;
+  /** five-field cron */
+  schedule: string;
+  /** IANA time zone the schedule is read in */
+  timezone: string;
+  /** succeeded backups kept per destination (the newest) */
+  keep_count: number;
+  /** and none older than this many days (the newest is always kept); null: no age limit */
+  keep_days: number | null;
+  destination: string;
+  /** after-each | weekly | never */
+  verify: string;
+  /** the next scheduled run; moved forward by the leader that takes it */
+  next_run_at: string;
+  /** the alert in force (no success within 1.5× the interval, an old verification, a failed run); null when all is well */
+  alert: string | null;
+  alerted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A workspace's S3-compatible backup destination (docs/backups.md#destinations). */
+export interface BackupDestinationsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** s3 */
+  kind: string;
+  endpoint: string;
+  region: string;
+  bucket: string;
+  prefix: string;
+  /** 1: path-style addressing (most self-hosted servers) */
+  path_style: number;
+  /** sealed with the secret key (context `backup-destination:<id>:access`) */
+  access_key_id: string;
+  /** sealed (context `backup-destination:<id>:secret`) */
+  secret_access_key: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface BackupsTables {
+  backup_destinations: BackupDestinationsTable;
   backups: BackupsTable;
+  backup_policies: BackupPoliciesTable;
 }
