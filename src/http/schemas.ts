@@ -26,6 +26,9 @@ export const StringEnum = <const T extends readonly string[]>(values: T, options
 
 export const RoleSchema: TUnsafe<Role> = StringEnum(ROLES, { description: 'owner > admin > member' });
 
+/** The schema, or null. */
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
 export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC with milliseconds.' });
 
 export const Slug = Type.String({

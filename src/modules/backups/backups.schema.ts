@@ -1,13 +1,12 @@
 import type { Readable } from 'node:stream';
 import { Type, type Static } from 'typebox';
-import { authErrors, bodyErrors, Envelope, ErrorEnvelope, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Nullable, StringEnum, Timestamp } from '../../http/schemas.js';
 
 export const BACKUP_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const;
 export const BACKUP_TRIGGERS = ['manual', 'scheduled', 'safety'] as const;
 export const VERIFY_STATUSES = ['pending', 'running', 'succeeded', 'failed'] as const;
 export const VERIFY_MODES = ['after-each', 'weekly', 'never'] as const;
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const Backup = Type.Object(
   {

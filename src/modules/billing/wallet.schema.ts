@@ -1,9 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { GATEWAYS } from './gateways/gateway.js';
-import { authErrors, bodyErrors, Envelope, ErrorEnvelope, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Nullable, PageQuery, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const tags = ['Wallet'];
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 
 export const Wallet = Type.Object(

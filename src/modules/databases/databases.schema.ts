@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DATABASE_PROVISIONERS, DATABASE_STATUSES, DATABASE_TYPES } from '../../domain/database.js';
-import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Envelope, ErrorEnvelope, Name, Nullable, SlugParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 const fields = {
   id: Type.String(),

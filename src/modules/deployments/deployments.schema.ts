@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DEPLOYMENT_SOURCES, DEPLOYMENT_STATUSES } from '../../domain/deployment.js';
-import { authErrors, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, Envelope, Nullable, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const Deployment = Type.Object(
   {

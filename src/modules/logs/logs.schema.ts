@@ -2,10 +2,9 @@ import type { Readable } from 'node:stream';
 import { Type, type Static } from 'typebox';
 import { LOG_STREAMS } from '../../domain/logs.js';
 import { MAX_LIMIT, MAX_Q } from '../../store/logs/log-query.js';
-import { authErrors, Envelope, ProjectParams, QueryInteger, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, Envelope, Nullable, ProjectParams, QueryInteger, StringEnum, Timestamp } from '../../http/schemas.js';
 
 const tags = ['Logs'];
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 export const LogEntry = Type.Object(
   {

@@ -1,8 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { UPTIME_STATUSES } from '../../domain/uptime.js';
-import { authErrors, bodyErrors, Email, Envelope, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
+import { authErrors, bodyErrors, Email, Envelope, Nullable, PageQuery, ProjectParams, StringEnum, Timestamp } from '../../http/schemas.js';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 export const UptimeMonitor = Type.Object(
   {
