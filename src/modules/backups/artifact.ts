@@ -1,5 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, type Hash } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
+import { PassThrough, Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
 
 /**
  * A backup's artifact at rest (docs/backups.md#artifacts): the dump, compressed, sealed with a
@@ -146,4 +148,26 @@ export class Digest extends Transform {
   hex(): string {
     return this.hash.copy().digest('hex');
   }
+}
+
+/** The SHA-256 (hex) of a stored artifact, read in full. */
+export async function storedChecksum(stored: Readable): Promise<string> {
+  const digest = new Digest();
+  await pipeline(stored, digest);
+  return digest.hex();
+}
+
+/**
+ * A stored artifact as the engine's tool reads it: opened with its backup's key, then
+ * decompressed when its manifest says gzip. `stored` is fetched when the stream is made; any
+ * failure (of the store, of a record, of gunzip) destroys the stream with its error.
+ */
+export function openArtifact(stored: () => Promise<Readable>, key: Buffer, compression: 'gzip' | 'none'): Readable {
+  const out = new PassThrough();
+  void (async () => {
+    const stages: NodeJS.ReadWriteStream[] = [new Open(key)];
+    if (compression === 'gzip') stages.push(createGunzip());
+    await pipeline([await stored(), ...stages, out]);
+  })().catch((err: unknown) => { out.destroy(err as Error); });
+  return out;
 }

@@ -1,6 +1,4 @@
-import { PassThrough, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import type { Readable } from 'node:stream';
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import type { Access } from '../../domain/access.js';
 import type { DatabaseType } from '../../domain/database.js';
@@ -10,12 +8,12 @@ import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { StoreOf } from '../../store/db.js';
 import type { BackupPolicyRow, BackupRow, DatabaseRow } from '../../store/repositories/index.js';
 import type { WalletService } from '../billing/wallet.service.js';
-import { Digest, Open } from './artifact.js';
+import { openArtifact, storedChecksum } from './artifact.js';
 import type { Backup, BackupDetail, BackupPolicy } from './backups.schema.js';
 import { nextRun, scheduleProblem } from './schedule.js';
 import type { Destination } from './destinations.js';
 import { TOOLS } from './engines.js';
-import { keyPurpose, manifestKey, objectKey, type Manifest } from './policy.js';
+import { keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
 
 /** The leader's backup worker as the API sees it: woken when there is work. */
 export interface BackupWork {
@@ -102,25 +100,18 @@ export class BackupService {
     const { db, backup } = await this.backup(access, dbSlug, id);
     if (backup.status !== 'succeeded' || backup.manifest === null) throw conflict(`The backup is ${backup.status}; only a succeeded backup can be downloaded.`);
     const manifest = JSON.parse(backup.manifest) as Manifest;
-    const check = new Digest();
+    const { destination } = this;
+    let checksum: string;
     try {
-      await pipeline(await this.destination.get(backup.object_key), check);
+      checksum = await storedChecksum(await destination.get(backup.object_key));
     } catch (err) {
       throw conflict(`The backup's artifact cannot be read from ${backup.destination}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (check.hex() !== backup.checksum) throw conflict("The backup's stored artifact does not match its checksum: it was changed or damaged since it was taken.");
+    if (checksum !== backup.checksum) throw conflict("The backup's stored artifact does not match its checksum: it was changed or damaged since it was taken.");
     const ext = TOOLS[db.type as DatabaseType].extension;
     return {
       filename: `${db.slug}-${backup.id}.${ext}`,
-      body: () => {
-        const out = new PassThrough();
-        void (async () => {
-          const stages: NodeJS.ReadWriteStream[] = [new Open(this.secrets.derive(keyPurpose(backup.id)))];
-          if (manifest.artifact.compression === 'gzip') stages.push(createGunzip());
-          await pipeline([await this.destination.get(backup.object_key), ...stages, out]);
-        })().catch((err: unknown) => { out.destroy(err as Error); });
-        return out;
-      },
+      body: () => openArtifact(() => destination.get(backup.object_key), this.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression),
     };
   }
 
@@ -204,7 +195,7 @@ export class BackupService {
       alert: r.alert,
       alerted_at: r.alerted_at,
       last_success_at: ok[0]?.finished_at ?? null,
-      last_verified_at: ok.map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1) ?? null,
+      last_verified_at: lastVerified(ok),
       created_at: r.created_at,
       updated_at: r.updated_at,
     };

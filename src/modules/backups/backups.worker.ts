@@ -1,6 +1,6 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip, createGzip } from 'node:zlib';
+import { createGzip } from 'node:zlib';
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import { DEFAULT_PORTS, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
 import type { Runtime } from '../../domain/runtime.js';
@@ -13,10 +13,10 @@ import { serverName } from '../databases/health.js';
 import { passwordContext } from '../databases/policy.js';
 import { login as realLogin, SERVERS } from '../databases/servers.js';
 import { intervalMs, nextRun } from './schedule.js';
-import { Digest, Open, Seal } from './artifact.js';
+import { Digest, openArtifact, Seal, storedChecksum } from './artifact.js';
 import { compareContents, describeContents, TOOLS, type Contents, type ToolContext } from './engines.js';
 import type { Destination } from './destinations.js';
-import { BACKUP_LABEL, keyPurpose, manifestKey, objectKey, type Manifest } from './policy.js';
+import { BACKUP_LABEL, keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
 
 export interface BackupWorkerLog {
   info(obj: object, msg: string): void;
@@ -270,9 +270,9 @@ export class BackupWorker implements DatabaseRestorer {
     if (policy !== undefined) {
       await this.prune(db, policy, b.destination);
       if (b.trigger === 'scheduled' && policy.verify !== 'never') {
-        const last = (await repos.backups.succeeded(db.id)).map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1);
+        const last = lastVerified(await repos.backups.succeeded(db.id));
         const weekAgo = this.o.clock.now().getTime() - 7 * 86_400_000;
-        if (policy.verify === 'after-each' || last === undefined || Date.parse(last) < weekAgo) await repos.backups.updateVerify(b.id, null, { verify_status: 'pending' });
+        if (policy.verify === 'after-each' || last === null || Date.parse(last) < weekAgo) await repos.backups.updateVerify(b.id, null, { verify_status: 'pending' });
       }
       if (policy.alert !== null && policy.alert.startsWith('No backup')) await repos.backups.setAlert(db.id, null, null);
     }
@@ -362,9 +362,9 @@ export class BackupWorker implements DatabaseRestorer {
         continue;
       }
       if (p.verify !== 'never') {
-        const verified = ok.map((x) => x.verified_at).filter((x): x is string => x !== null).sort().at(-1);
+        const verified = lastVerified(ok);
         const from = Date.parse(verified ?? p.created_at);
-        if (now.getTime() - from > 14 * 86_400_000) await this.raise(db, p, verified === undefined ? 'No restore of a backup of this database has been verified in the 14 days since its schedule was set.' : `The last verified restore of this database's backups was at ${verified}, more than 14 days ago.`);
+        if (now.getTime() - from > 14 * 86_400_000) await this.raise(db, p, verified === null ? 'No restore of a backup of this database has been verified in the 14 days since its schedule was set.' : `The last verified restore of this database's backups was at ${verified}, more than 14 days ago.`);
       }
     }
   }
@@ -515,14 +515,9 @@ export class BackupWorker implements DatabaseRestorer {
 
   /** The artifact opened and decompressed, after its checksum was checked in full. */
   private async plain(backup: BackupRow, manifest: Manifest): Promise<Readable> {
-    const check = new Digest();
-    await pipeline(await this.o.destination.get(backup.object_key), check);
-    if (check.hex() !== backup.checksum) throw new Error(`the stored artifact of backup ${backup.id} does not match its checksum: it was changed or damaged since it was taken.`);
-    const stages: NodeJS.ReadWriteStream[] = [new Open(this.o.secrets.derive(keyPurpose(backup.id)))];
-    if (manifest.artifact.compression === 'gzip') stages.push(createGunzip());
-    const out = new PassThrough();
-    void pipeline([await this.o.destination.get(backup.object_key), ...stages, out]).catch((err: unknown) => { out.destroy(err as Error); });
-    return out;
+    const { destination } = this.o;
+    if ((await storedChecksum(await destination.get(backup.object_key))) !== backup.checksum) throw new Error(`the stored artifact of backup ${backup.id} does not match its checksum: it was changed or damaged since it was taken.`);
+    return openArtifact(() => destination.get(backup.object_key), this.o.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression);
   }
 
   async beforeStart(row: DatabaseRow, at: { image: string; volume: string; network: string }): Promise<string | null> {

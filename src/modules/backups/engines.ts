@@ -2,6 +2,7 @@ import { PassThrough, Readable, type Writable } from 'node:stream';
 import type { DatabaseAddress, DatabaseType } from '../../domain/database.js';
 import type { Labels, Mount, Runtime, TaskResult } from '../../domain/runtime.js';
 import { connectRedis } from '../databases/servers.js';
+import { sleep } from '../deployments/engine/sleep.js';
 import { SqlRowCounter } from './sql-rows.js';
 
 /** What a backup holds, as the manifest records it and a restore is compared with. */
@@ -296,7 +297,7 @@ export const redis: EngineTools = {
         }
         const why = failed instanceof Error ? failed.message : 'the transaction was aborted';
         if (!/in progress/i.test(why) || Date.now() > deadline) throw new Error(`BGSAVE was refused: ${why}`);
-        await sleep(500, ctx.signal);
+        await pause(500, ctx.signal);
       }
       for (;;) {
         const info = await c.info('persistence');
@@ -305,7 +306,7 @@ export const redis: EngineTools = {
           break;
         }
         if (Date.now() > deadline) throw new Error('BGSAVE did not finish in time.');
-        await sleep(200, ctx.signal);
+        await pause(200, ctx.signal);
       }
     } finally {
       c.disconnect();
@@ -383,15 +384,10 @@ export const mongo: EngineTools = {
 
 export const TOOLS: Readonly<Record<DatabaseType, EngineTools>> = { postgresql, mysql, redis, mongo };
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new Error('Slipway is stopping'));
-      return;
-    }
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => { clearTimeout(t); reject(new Error('Slipway is stopping')); }, { once: true });
-  });
+/** Waits (the engine's own sleep), and fails once Slipway is stopping. */
+async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  await sleep(ms, signal);
+  if (signal.aborted) throw new Error('Slipway is stopping');
 }
 
 /** The differences between what a manifest says and what a server holds, as sentences; empty when they agree. */

@@ -33,3 +33,7 @@ export interface Manifest {
   artifact: { key: string; size: number; sha256: string; compression: 'gzip' | 'none'; encryption: string };
   contents: Contents;
 }
+
+/** The newest verified restore among `backups`; null when none was verified. */
+export const lastVerified = (backups: readonly { verified_at: string | null }[]): string | null =>
+  backups.map((b) => b.verified_at).filter((at): at is string => at !== null).sort().at(-1) ?? null;
