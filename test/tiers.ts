@@ -12,6 +12,7 @@ export const UNIT_ELSEWHERE = [
   'test/medium/github-app.test.ts',
   'test/medium/notify-channels.test.ts',
   'test/medium/payment-gateways.test.ts',
+  'test/medium/backup-destinations.s3.test.ts',
   'test/e2e/decisions.test.ts',
   'test/e2e/docs.test.ts',
 ];

@@ -2,7 +2,8 @@ import type { Parts } from './adapters.js';
 import { Late } from '../domain/late.js';
 import type { Engine } from '../domain/ports.js';
 import { BackupService, idleBackupWork, type BackupWork } from '../modules/backups/backups.service.js';
-import { LocalDestination } from '../modules/backups/destinations.js';
+import { Destinations, LocalDestination } from '../modules/backups/destinations.js';
+import { DestinationService } from '../modules/backups/destinations.service.js';
 import { noCreditListener, WalletService, type CreditListener } from '../modules/billing/wallet.service.js';
 import { DatabaseService, idleDatabaseWork, type DatabaseWork } from '../modules/databases/databases.service.js';
 import { BuildLog } from '../modules/deployments/build-log.js';
@@ -71,6 +72,9 @@ export interface Services {
   logAnalysis: LogAnalysisService;
   databases: DatabaseService;
   backups: BackupService;
+  /** local and the workspaces' S3 backup destinations, shared by the API and the leader's backup worker */
+  backupDestinations: Destinations;
+  destinations: DestinationService;
   templates: TemplateService;
   metrics: MetricsService;
   webhooks: WebhookService;
@@ -109,7 +113,8 @@ export function createServices(deps: Parts, leader: LeaderLinks, o: ServiceOptio
   const git = new GitService(repos, clock, random, secrets, policies.projects, deps.github);
   const deploys = new DeployService(repos, clock, ids, policies.limits, queue, wallets, leader.engine);
   const envVars = new EnvService(store, clock, ids, secrets, policies.projects);
-  const backups = new BackupService(store, clock, ids, secrets, new LocalDestination(policies.backups.dir), wallets, leader.backups);
+  const backupDestinations = new Destinations(repos, secrets, new LocalDestination(policies.backups.dir), policies.backups.allowPrivate);
+  const backups = new BackupService(store, clock, ids, secrets, backupDestinations, wallets, leader.backups);
   const databases = new DatabaseService(store, clock, random, ids, secrets, policies.databases, policies.limits, wallets, leader.engine, leader.databases, backups);
   const notifier = new UptimeNotifier({
     repos,
@@ -147,6 +152,8 @@ export function createServices(deps: Parts, leader: LeaderLinks, o: ServiceOptio
     logAnalysis: new LogAnalysisService(repos, logs, envVars, llm, new AnalysisPool(o.analysisPool)),
     databases,
     backups,
+    backupDestinations,
+    destinations: new DestinationService(store, clock, ids, secrets, backupDestinations),
     templates: new TemplateService(store, random, policies.templates, policies.projects, wallets, projects, envVars, databases, deploys, git),
     metrics: new MetricsService(repos, clock),
     webhooks: new WebhookService(deploys, git, o.githubWebhookSecret ?? ''),

@@ -38,6 +38,7 @@ export interface Config {
   currency: string;
   billing: BillingPolicy;
   notifyAllowPrivate: boolean;
+  backupAllowPrivate: boolean;
   uptime: { failures: number; successes: number };
   /** off: a top-up path without keys answers 503; sandbox: it confirms at once, without payment (docs/billing.md#sandbox) */
   payments: 'off' | 'sandbox';
@@ -213,6 +214,7 @@ export const SETTINGS = [
   { flag: 'paystack-secret-key', env: 'SLIPWAY_PAYSTACK_SECRET_KEY', def: '', help: 'Paystack secret key (sk_…): top-ups through gatewayb become Paystack transactions, whose webhooks (POST /api/webhooks/payments/gatewayb) are signed with this key; empty: gatewayb is off (503), or the sandbox with --payments sandbox. Give it in the environment (never logged)' },
   { flag: 'paystack-api-url', env: 'SLIPWAY_PAYSTACK_API_URL', def: 'https://api.paystack.co', help: 'where Paystack\'s API is reached' },
   { flag: 'notify-allow-private', env: 'SLIPWAY_NOTIFY_ALLOW_PRIVATE', def: 'no', help: 'yes: uptime chat webhooks may target loopback, link-local and private addresses (a chat server on your own network); no: such targets are refused, when saved and again at send time after DNS resolution' },
+  { flag: 'backup-allow-private', env: 'SLIPWAY_BACKUP_ALLOW_PRIVATE', def: 'no', help: 'yes: S3 backup destinations may point at loopback, link-local and private addresses (MinIO on your own network); no: such endpoints are refused, when saved and again at connect time after DNS resolution' },
   { flag: 'uptime-failures', env: 'SLIPWAY_UPTIME_FAILURES', def: '2', help: 'consecutive failed checks before a monitor is down and notifies (the second is a re-check two seconds after the first)' },
   { flag: 'uptime-successes', env: 'SLIPWAY_UPTIME_SUCCESSES', def: '2', help: 'consecutive successful checks before a down monitor is up again and notifies' },
   { flag: 'invitation-token-in-response', env: 'SLIPWAY_INVITATION_TOKEN_IN_RESPONSE', def: 'yes', help: 'without SMTP: yes, the inviter gets the invitation token in the create response to hand over; no, invitations cannot be created (with SMTP the token only travels by e-mail)' },
@@ -499,6 +501,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     currency,
     billing: billing(),
     notifyAllowPrivate: oneOf('notify-allow-private', ['yes', 'no'] as const) === 'yes',
+    backupAllowPrivate: oneOf('backup-allow-private', ['yes', 'no'] as const) === 'yes',
     uptime: { failures: wholeNumber('uptime-failures', 1, 10), successes: wholeNumber('uptime-successes', 1, 10) },
     payments: oneOf('payments', ['off', 'sandbox'] as const),
     stripe: stripe(),

@@ -221,7 +221,7 @@ async function registerRoutes(app: Http, deps: AppDeps, services: Services, metr
   await app.register(domainsRoutes, { domains: services.domains });
   await app.register(uptimeRoutes, { uptime: services.uptime });
   await app.register(databaseRoutes, { databases: services.databases });
-  await app.register(backupRoutes, { backups: services.backups });
+  await app.register(backupRoutes, { backups: services.backups, destinations: services.destinations });
   await app.register(templateRoutes, { templates: services.templates, envVars: services.envVars, domains: services.domains, deployments: services.deployments, deploys: services.deploys });
   await app.register(logRoutes, { logs: services.logs });
   await app.register(analyzeRoutes, {

@@ -12,7 +12,6 @@ import { allWork, BillingWorker } from '../modules/billing/billing.worker.js';
 import { engineContainers } from '../modules/billing/meter.js';
 import { DatabaseWorker } from '../modules/databases/databases.worker.js';
 import { BackupWorker } from '../modules/backups/backups.worker.js';
-import { LocalDestination } from '../modules/backups/destinations.js';
 import { sharedPrefix } from '../modules/databases/shared.js';
 import { instanceLabels } from '../modules/deployments/engine/containers.js';
 import type { LeaderEngine } from '../modules/deployments/engine/engine-supervisor.js';
@@ -110,7 +109,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     ids: deps.ids,
     secrets: deps.secrets,
     runtime,
-    destination: new LocalDestination(deps.policies.backups.dir),
+    destinations: services.backupDestinations,
     labels,
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,

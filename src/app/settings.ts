@@ -49,7 +49,7 @@ export function policiesOf(config: Config): Policies {
     logs: { maxBytesPerProject: config.logMaxBytesPerProject },
     billing: config.billing,
     databases: config.databases,
-    backups: { dir: join(config.dataDir, 'backups') },
+    backups: { dir: join(config.dataDir, 'backups'), allowPrivate: config.backupAllowPrivate },
     templates: loadCatalog(config),
     notify: { allowPrivate: config.notifyAllowPrivate },
     uptime: { ...DEFAULT_UPTIME_RULES, ...config.uptime },

@@ -18,7 +18,8 @@ import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureDatabaseImages } from '../factories/images.js';
 import { BACKUP_LABEL } from '../../src/modules/backups/policy.js';
-import type { BackupPolicy } from '../../src/modules/backups/backups.schema.js';
+import type { BackupDestination, BackupPolicy, DestinationTest } from '../../src/modules/backups/backups.schema.js';
+import { S3_KEYS, startLocalS3, type LocalS3 } from '../factories/s3.js';
 
 type Kind = 'postgresql' | 'mysql' | 'redis';
 const ROWS = 500;
@@ -109,17 +110,20 @@ describe('database backups on the engine (sqlite)', () => {
   let s: TestServer;
   let w: TestWorkspace;
   let other: TestWorkspace;
+  let s3: LocalS3;
   const base = () => `/api/workspaces/${w.slug}/databases`;
 
   beforeAll(async () => {
     await ensureDatabaseImages();
-    fx = await startDeployFixture('sqlite', 'acme/backups', { engine: { databases: { readyTimeoutMs: 120_000 } } });
+    s3 = await startLocalS3();
+    fx = await startDeployFixture('sqlite', 'acme/backups', { engine: { databases: { readyTimeoutMs: 120_000 } }, server: { platform: { backupAllowPrivate: true } } });
     s = fx.s;
     w = fx.w;
     other = await makeWorkspace(s, 'other backups');
   }, 600_000);
   afterAll(async () => {
     await fx.close();
+    await s3.close();
   });
 
   async function settled(slug: string, ms = 150_000): Promise<DatabaseDetail> {
@@ -352,4 +356,110 @@ describe('database backups on the engine (sqlite)', () => {
     const events = (await s.request<DatabaseDetail>('GET', `${base()}/${quiet.slug}`, { key: w.member.key })).body.data?.events.map((e) => e.message) ?? [];
     expect(events.filter((e) => e.startsWith('Backup alert: No backup'))).toHaveLength(1);
   }, 400_000);
+
+  it('keeps backups in S3: a refused upload and a corrupted read-back fail the run (local copy kept, alerted), then it succeeds; retention prunes both destinations', async () => {
+    const db = await create('offsite', 'redis');
+    const running = await settled(db.slug);
+    expect(running.status).toBe('running');
+    const dbId = running.id;
+    await seed('redis', urlOf(running, db.password));
+    const dests = `/api/workspaces/${w.slug}/backup-destinations`;
+    const body = { name: 'offsite', endpoint: s3.endpoint, bucket: s3.bucket, prefix: 'slipway', path_style: true, ...S3_KEYS };
+    expect((await s.request('POST', dests, { key: w.member.key, body })).status).toBe(403);
+    const made = await s.request<BackupDestination>('POST', dests, { key: w.admin.key, body });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.data).toMatchObject({ name: 'offsite', kind: 's3', bucket: s3.bucket, prefix: 'slipway/', path_style: true, access_key_id: 'S3RV…' });
+    expect(made.text).not.toContain(S3_KEYS.secret_access_key);
+    const destId = made.body.data?.id ?? '';
+    const tested = await s.request<DestinationTest>('POST', `${dests}/${destId}/test`, { key: w.owner.key });
+    expect(tested.body.data, tested.text).toMatchObject({ ok: true, code: null });
+    // a bucket that is not there: the provider's own code, from the same path
+    const wrong = await s.request<BackupDestination>('POST', dests, { key: w.owner.key, body: { ...body, name: 'wrong bucket', bucket: 'no-such-bucket' } });
+    const wrongTest = await s.request<DestinationTest>('POST', `${dests}/${wrong.body.data?.id ?? ''}/test`, { key: w.owner.key });
+    expect(wrongTest.body.data).toMatchObject({ ok: false, code: 'NoSuchBucket', steps: [{ step: 'write', ok: false }] });
+    // another workspace never sees it
+    expect((await s.request('GET', `/api/workspaces/${other.slug}/backup-destinations/${destId}`, { key: other.owner.key })).status).toBe(404);
+
+    const policyUrl = `${base()}/${db.slug}/backup-policy`;
+    const put = await s.request<BackupPolicy>('PUT', policyUrl, { key: w.admin.key, body: { schedule: '0 3 * * *', keep_count: 1, destination_id: destId, verify: 'never' } });
+    expect(put.status, put.text).toBe(200);
+    expect((await s.request('DELETE', `${dests}/${destId}`, { key: w.owner.key })).status).toBe(409);
+    const seen: string[] = [];
+    const scheduledRun = async (): Promise<BackupDetail> => {
+      await s.store.db.updateTable('backup_policies').set({ next_run_at: new Date(Date.now() - 60_000).toISOString() }).where('database_id', '=', dbId).execute();
+      const end = Date.now() + 60_000;
+      for (;;) {
+        if (Date.now() > end) throw new Error('the scheduled backup never came');
+        const listed = await s.request<Backup[]>('GET', `${base()}/${db.slug}/backups`, { key: w.member.key });
+        const b = listed.body.data?.find((x) => x.trigger === 'scheduled' && !seen.includes(x.id));
+        if (b !== undefined) {
+          seen.push(b.id);
+          return finished(db.slug, b.id);
+        }
+        await new Promise((res) => setTimeout(res, 200));
+      }
+    };
+    const dir = s.deps.policies.backups.dir;
+    const localFile = (id: string) => join(dir, w.id, dbId, `${id}.slwb`);
+    const remoteKey = (id: string) => `slipway/${w.id}/${dbId}/${id}.slwb`;
+    const alertOf = async () => (await s.request<BackupPolicy>('GET', policyUrl, { key: w.member.key })).body.data?.alert ?? null;
+
+    // 1. the provider refuses the upload: failed with its code, nothing there, the local copy kept, one alert
+    s3.refuseNextUpload();
+    const refused = await scheduledRun();
+    expect(refused.status).toBe('failed');
+    expect(refused.error).toMatch(new RegExp(`^uploading to ${destId}: AccessDenied \\(HTTP 403\\): .* The local copy is kept`));
+    expect(refused.destination).toBe(destId);
+    await readFile(localFile(refused.id));
+    expect((await s3.keys()).filter((k) => k.includes(refused.id))).toEqual([]);
+    expect(await alertOf()).toMatch(/^The scheduled backup .* failed: uploading to/);
+    const alertEvents = async () => ((await s.request<DatabaseDetail>('GET', `${base()}/${db.slug}`, { key: w.member.key })).body.data?.events.map((e) => e.message) ?? []).filter((e) => e.startsWith('Backup alert: The scheduled backup'));
+    expect(await alertEvents()).toHaveLength(1);
+
+    // 2. it takes the upload but gives back something else: the read-back fails it, the object is removed
+    s3.corruptNextRead();
+    const corrupted = await scheduledRun();
+    expect(corrupted.status).toBe('failed');
+    expect(corrupted.error).toMatch(new RegExp(`^reading back from ${destId}: the stored artifact does not match what was written`));
+    await readFile(localFile(corrupted.id));
+    expect((await s3.keys()).filter((k) => k.includes(corrupted.id))).toEqual([]);
+    expect(await alertEvents()).toHaveLength(2);
+
+    // 3. then it works: in S3 with its manifest, the local copy gone, the alert lifted; restores and downloads read it from S3
+    const good = await scheduledRun();
+    expect(good.status, good.error ?? '').toBe('succeeded');
+    expect(await s3.keys()).toEqual(expect.arrayContaining([remoteKey(good.id), `${remoteKey(good.id)}.manifest.json`]));
+    await expect(readFile(localFile(good.id))).rejects.toThrow(/ENOENT/);
+    expect(await alertOf()).toBeNull();
+    const download = await s.request('GET', `${base()}/${db.slug}/backups/${good.id}/download`, { key: w.owner.key });
+    expect(download.status).toBe(200);
+    expect(download.text.startsWith('REDIS')).toBe(true);
+    expect((await s.request('POST', `${base()}/${db.slug}/backups/${good.id}/verify`, { key: w.member.key })).status).toBe(202);
+    const verified = await verification(db.slug, good.id);
+    expect(verified.verify_status, verified.verify_error ?? '').toBe('succeeded');
+
+    // a failed backup's kept local copy goes with its record
+    expect((await s.request('DELETE', `${base()}/${db.slug}/backups/${refused.id}`, { key: w.owner.key })).status).toBe(200);
+    await expect(readFile(localFile(refused.id))).rejects.toThrow(/ENOENT/);
+
+    // 4. retention (keep 1) at each destination: two local backups leave one; the next scheduled run replaces the one in S3
+    const locals: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const taken = await s.request<Backup>('POST', `${base()}/${db.slug}/backups`, { key: w.member.key, body: { destination_id: 'local' } });
+      expect(taken.status, taken.text).toBe(202);
+      const done = await finished(db.slug, taken.body.data?.id ?? '');
+      expect(done.status, done.error ?? '').toBe('succeeded');
+      expect(done.destination).toBe('local');
+      locals.push(done.id);
+    }
+    const newer = await scheduledRun();
+    expect(newer.status, newer.error ?? '').toBe('succeeded');
+    const kept = (await s.request<Backup[]>('GET', `${base()}/${db.slug}/backups`, { key: w.member.key })).body.data?.filter((b) => b.status === 'succeeded').map((b) => b.id);
+    expect(kept?.sort()).toEqual([locals[1] ?? '', newer.id].sort());
+    await expect(readFile(localFile(locals[0] ?? ''))).rejects.toThrow(/ENOENT/);
+    const keys = await s3.keys();
+    expect(keys).toContain(remoteKey(newer.id));
+    expect(keys.filter((k) => k.includes(good.id))).toEqual([]);
+    await noScratchLeft();
+  }, 300_000);
 });

@@ -20,6 +20,7 @@ interface Ids {
   installation_id: string;
   db_slug: string;
   backup_id: string;
+  destination_id: string;
   template_slug: string;
   key: string;
 }
@@ -60,6 +61,10 @@ const BODIES: Record<string, unknown> = {
   'PUT /api/workspaces/:slug/databases/:db_slug/backup-policy': { schedule: '0 3 * * *' },
   // takes no body: listed so that the walk below is known to cover it
   'POST /api/workspaces/:slug/databases/:db_slug/backups/:backup_id/verify': undefined,
+  'POST /api/workspaces/:slug/backup-destinations': { name: 'intruder', endpoint: 'https://s3.invalid', bucket: 'evil-bucket', access_key_id: 'x', secret_access_key: 'y' },
+  'PATCH /api/workspaces/:slug/backup-destinations/:destination_id': { bucket: 'evil-bucket' },
+  // takes no body: listed so that the walk below is known to cover it
+  'POST /api/workspaces/:slug/backup-destinations/:destination_id/test': undefined,
   'POST /api/workspaces/:slug/templates': { name: 'intruder', template_name: 'hello-template' },
   'PUT /api/workspaces/:slug/templates/:template_slug': { port: 9999 },
   'POST /api/workspaces/:slug/templates/:template_slug/deploy': { mode: 'image' },
@@ -92,6 +97,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backups: await db.selectFrom('backups').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backupPolicies: await db.selectFrom('backup_policies').selectAll().where('workspace_id', '=', workspaceId).orderBy('database_id').execute(),
+    backupDestinations: await db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     logs: await Promise.all(ids.map(logsOf)),
   };
 }
@@ -143,6 +149,9 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       id: backupId, workspace_id: b.id, database_id: bDb?.id ?? '', status: 'succeeded', trigger: 'manual', destination: 'local', object_key: `${b.id}/${bDb?.id ?? ''}/${backupId}.slwb`,
       size: 10, checksum: '0'.repeat(64), manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: null, requested_by: null, created_at: at,
     });
+    // B has an S3 backup destination (its keys b-only)
+    const destination = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/backup-destinations`, { key, body: { name: 'b offsite', endpoint: 'https://s3.invalid', bucket: 'b-bucket', access_key_id: 'b-only-access', secret_access_key: 'b-only-secret' } });
+    expect(destination.status, destination.text).toBe(201);
     // both have a template instance named "tshared"; B's has a variable, a domain and a running deployment
     await s.request('POST', `/api/workspaces/${a.slug}/templates`, { key: a.owner.key, body: { name: 'tshared', template_name: 'hello-template' } });
     const tpl = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/templates`, { key, body: { name: 'tshared', template_name: 'hello-postgres' } });
@@ -164,6 +173,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       installation_id: String(B_INSTALLATION),
       db_slug: database.body.data?.slug ?? '',
       backup_id: backupId,
+      destination_id: destination.body.data?.id ?? '',
       template_slug: 'tshared',
       key: 'B_ONLY',
     };
@@ -219,7 +229,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
     const before = await snapshot(s.store.db, b.id, s.logStore);
-    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key|backup_id)\b/.test(r.url));
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key|backup_id|destination_id)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
     const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject, template_slug: 'tshared' };
     for (const route of withChildId) {
@@ -229,6 +239,25 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
         expect(r.status, `${route.method} ${route.url}: ${r.text}`).toBe(404);
       }
     }
+    expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
+  });
+
+  it("refuses B's backup destination in A's own backups and policies, and never opens B's keys", async () => {
+    const before = await snapshot(s.store.db, b.id, s.logStore);
+    const dbs = `/api/workspaces/${a.slug}/databases`;
+    const aDb = (await s.request<{ slug: string }[]>('GET', dbs, { key: a.owner.key })).body.data?.[0]?.slug ?? '';
+    for (const [method, path, body] of [
+      ['POST', `${dbs}/${aDb}/backups`, { destination_id: bIds.destination_id }],
+      ['PUT', `${dbs}/${aDb}/backup-policy`, { schedule: '0 3 * * *', destination_id: bIds.destination_id }],
+    ] as const) {
+      const r = await s.request(method, path, { key: a.owner.key, body });
+      expect(r.status, r.text).toBe(400);
+      expect(r.body.error).toMatch(/names no backup destination of this workspace/);
+    }
+    const listed = await s.request('GET', `/api/workspaces/${a.slug}/backup-destinations`, { key: a.owner.key });
+    expect(listed.status).toBe(200);
+    expect(listed.text).not.toContain('b-only');
+    expect(listed.text).not.toContain(bIds.destination_id);
     expect(await snapshot(s.store.db, b.id, s.logStore)).toEqual(before);
   });
 });

@@ -247,6 +247,22 @@ describe('the OpenAPI document against real responses', () => {
     expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '0 3 * * *', timezone: 'Europe/Paris', keep_count: 3, keep_days: 30, verify: 'after-each' } }), 200);
     expectStatus(await call('GET', `${dbs}/backup-policy`, { key: member }), 200);
     expectStatus(await call('DELETE', `${dbs}/backup-policy`, { key: w.owner.key }), 200);
+    // S3 destinations: the address guard (400), a second of one name (409), in use (409), the test action
+    const dest = `${ws}/backup-destinations`;
+    const offsite = { name: 'Offsite', endpoint: 'https://s3.invalid', bucket: 'contract-bucket', access_key_id: 'AKIACONTRACT', secret_access_key: 'secret' };
+    expectStatus(await call('POST', dest, { key: w.owner.key, body: { ...offsite, endpoint: 'http://127.0.0.1:9000' } }), 400);
+    const destMade = await call<{ id: string }>('POST', dest, { key: w.owner.key, body: offsite });
+    expectStatus(destMade, 201);
+    const dd = `${dest}/${destMade.body.data?.id ?? ''}`;
+    expectStatus(await call('POST', dest, { key: w.owner.key, body: offsite }), 409);
+    expectStatus(await call('GET', dest, { key: w.owner.key }), 200);
+    expectStatus(await call('GET', dd, { key: w.owner.key }), 200);
+    expectStatus(await call('PATCH', dd, { key: w.owner.key, body: { prefix: 'contract' } }), 200);
+    expectStatus(await call('POST', `${dd}/test`, { key: w.owner.key }), 200);
+    expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '0 3 * * *', destination_id: destMade.body.data?.id ?? '' } }), 200);
+    expectStatus(await call('DELETE', dd, { key: w.owner.key }), 409);
+    expectStatus(await call('DELETE', `${dbs}/backup-policy`, { key: w.owner.key }), 200);
+    expectStatus(await call('DELETE', dd, { key: w.owner.key }), 200);
     expectStatus(await call('DELETE', `${dbs}/backups/${backupId}`, { key: w.owner.key }), 200);
     expectStatus(await call('DELETE', `${ws}/databases/${db.body.data?.slug ?? ''}`, { key: member }), 202);
 

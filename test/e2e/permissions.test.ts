@@ -43,6 +43,8 @@ interface Fixture {
   databaseSlug: string;
   /** a (failed) backup of that database, straight in the store */
   backupId: string;
+  /** an S3 backup destination of the workspace (an endpoint that does not resolve) */
+  destinationId: string;
   /** a template instance with a variable TPL_VAR, a custom domain and a running deployment */
   template: string;
   templateDomainId: string;
@@ -178,6 +180,13 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
   { method: 'PUT', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy`, body: () => ({ schedule: '0 3 * * *', keep_count: 3 }) },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
+  // S3 destinations: owners and admins; the fixture's endpoint does not resolve, so its test answers 200 with ok false
+  { method: 'GET', url: '/api/workspaces/:slug/backup-destinations', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations` },
+  { method: 'POST', url: '/api/workspaces/:slug/backup-destinations', who: 'admin', ok: 201, path: (f) => `${ws(f)}/backup-destinations`, body: () => destinationBody() },
+  { method: 'GET', url: '/api/workspaces/:slug/backup-destinations/:destination_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations/${f.destinationId}` },
+  { method: 'PATCH', url: '/api/workspaces/:slug/backup-destinations/:destination_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations/${f.destinationId}`, body: () => ({ region: 'eu-west-1' }) },
+  { method: 'POST', url: '/api/workspaces/:slug/backup-destinations/:destination_id/test', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations/${f.destinationId}/test` },
+  { method: 'DELETE', url: '/api/workspaces/:slug/backup-destinations/:destination_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations/${f.destinationId}`, fresh: (s, f) => newDestination(s, f.w) },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backups/:backup_id', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backups/${f.backupId}`, fresh: (s, f) => newBackup(s, f.w, f.databaseSlug) },
 
   // Templates, without an engine: deploys queue (202); nothing runs for redeploy and rollback (409).
@@ -258,6 +267,14 @@ async function newEnv(s: TestServer, w: TestWorkspace, project: TestProject): Pr
 async function newDatabase(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'databaseSlug'>> {
   const db = await s.request<{ slug: string }>('POST', `${ws({ w })}/databases`, { key: w.owner.key, body: { name: `fixture ${spare()}`, type: 'postgresql' } });
   return { databaseSlug: db.body.data?.slug ?? '' };
+}
+
+const destinationBody = () => ({ name: `offsite ${spare()}`, endpoint: 'https://s3.invalid', bucket: 'perm-bucket', access_key_id: 'AKIAPERMISSIONS', secret_access_key: 'secret' });
+
+async function newDestination(s: TestServer, w: TestWorkspace): Promise<Pick<Fixture, 'destinationId'>> {
+  const d = await s.request<{ id: string }>('POST', `${ws({ w })}/backup-destinations`, { key: w.owner.key, body: destinationBody() });
+  if (d.status !== 201) throw new Error(`creating a backup destination failed: ${d.text}`);
+  return { destinationId: d.body.data?.id ?? '' };
 }
 
 /** A failed backup of the database `dbSlug` of `w`, straight in the store. */
@@ -346,6 +363,7 @@ async function fixture(s: TestServer): Promise<Fixture> {
       return { ...db, ...(await newBackup(s, w, db.databaseSlug)) };
     })()),
     ...(await newTemplate(s, w)),
+    ...(await newDestination(s, w)),
   };
 }
 

@@ -21,7 +21,6 @@ import { RepoRoot, startGitServer, type GitServer, type GitServerOptions, type T
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from './harness.js';
 import { startDatabaseWorker } from './databases.js';
 import { BackupWorker } from '../../src/modules/backups/backups.worker.js';
-import { LocalDestination } from '../../src/modules/backups/destinations.js';
 import { ResourceSampler } from '../../src/modules/metrics/metrics.worker.js';
 import { ensureBaseImage } from './images.js';
 import { freePort } from './process.js';
@@ -111,7 +110,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       ids: s.deps.ids,
       secrets: s.deps.secrets,
       runtime,
-      destination: new LocalDestination(s.deps.policies.backups.dir),
+      destinations: s.services.backupDestinations,
       labels: instanceLabels(instance),
       network: (ws) => orchestrator.workspaceNetwork(ws),
       upstreamMode: opts.tune?.upstreamMode ?? 'published',

@@ -78,6 +78,8 @@ export interface TestPlatform {
   uptime: Partial<UptimeRules>;
   /** the local backup destination's directory; default a new one under the system's temporary directory */
   backupsDir: string;
+  /** S3 backup destinations may point at loopback (a local S3 server) */
+  backupAllowPrivate: boolean;
 }
 
 /** Each module's policy from a test's settings, over the modules' defaults. */
@@ -92,7 +94,7 @@ export function testPolicies(p: Partial<TestPlatform>): Policies {
     logs: { maxBytesPerProject: p.logMaxBytesPerProject === undefined ? DEFAULT_LOG_MAX_BYTES : p.logMaxBytesPerProject },
     billing: { ...DEFAULT_BILLING_POLICY, ...p.billing },
     databases: { ...DEFAULT_DATABASE_POLICY, ...p.databases },
-    backups: { dir: p.backupsDir ?? join(tmpdir(), `slipway-test-backups-${randomUUID()}`) },
+    backups: { dir: p.backupsDir ?? join(tmpdir(), `slipway-test-backups-${randomUUID()}`), allowPrivate: p.backupAllowPrivate ?? false },
     templates: p.templates ?? testCatalog(),
     notify: { allowPrivate: p.notifyAllowPrivate ?? false },
     uptime: { ...DEFAULT_UPTIME_RULES, ...p.uptime },

@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { BackupService } from './backups.service.js';
+import type { DestinationService } from './destinations.service.js';
 import { accessOf } from '../../http/auth.js';
 import { ok } from '../../http/schemas.js';
 import * as s from './backups.schema.js';
 
-export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService }> = async (app, { backups }) => {
+export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService; destinations: DestinationService }> = async (app, { backups, destinations }) => {
   const base = '/api/workspaces/:slug/databases/:db_slug/backups';
 
   // members may take one and list them; downloads and deletions are for owners and admins
@@ -37,4 +38,15 @@ export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService }>
   app.delete(`${base}/:backup_id`, { schema: s.deleteBackup, config: { action: 'backups.manage' } }, async (req) =>
     ok(await backups.delete(accessOf(req), req.params.db_slug, req.params.backup_id)),
   );
+
+  // destinations: owners and admins only (their listing names buckets and endpoints)
+  const dest = '/api/workspaces/:slug/backup-destinations';
+  app.get(dest, { schema: s.listBackupDestinations, config: { action: 'backups.manage' } }, async (req) => ok(await destinations.list(accessOf(req))));
+  app.post(dest, { schema: s.createBackupDestination, config: { action: 'backups.manage' } }, async (req, reply) => reply.code(201).send(ok(await destinations.create(accessOf(req), req.body))));
+  app.get(`${dest}/:destination_id`, { schema: s.getBackupDestination, config: { action: 'backups.manage' } }, async (req) => ok(await destinations.get(accessOf(req), req.params.destination_id)));
+  app.patch(`${dest}/:destination_id`, { schema: s.updateBackupDestination, config: { action: 'backups.manage' } }, async (req) =>
+    ok(await destinations.update(accessOf(req), req.params.destination_id, req.body)),
+  );
+  app.delete(`${dest}/:destination_id`, { schema: s.deleteBackupDestination, config: { action: 'backups.manage' } }, async (req) => ok(await destinations.delete(accessOf(req), req.params.destination_id)));
+  app.post(`${dest}/:destination_id/test`, { schema: s.testBackupDestination, config: { action: 'backups.manage' } }, async (req) => ok(await destinations.test(accessOf(req), req.params.destination_id)));
 };

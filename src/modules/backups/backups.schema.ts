@@ -170,3 +170,112 @@ export const deleteBackupPolicy = {
   params: DatabaseParams,
   response: { 200: Envelope(Type.Object({ deleted: Type.Boolean() }, { additionalProperties: false })), ...authErrors },
 };
+
+// --- destinations -------------------------------------------------------------------------------
+
+export const BackupDestination = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    kind: StringEnum(['s3'] as const),
+    endpoint: Type.String({ description: 'The S3-compatible server: scheme, host and port.' }),
+    region: Type.String(),
+    bucket: Type.String(),
+    prefix: Type.String({ description: 'Prepended to every object key ("" or ending in "/").' }),
+    path_style: Type.Boolean({ description: 'Path-style addressing (`endpoint/bucket/key`), as most self-hosted servers need; false: virtual-hosted (`bucket.endpoint/key`).' }),
+    access_key_id: Type.String({ description: 'Its first four characters only; the keys are stored encrypted and never shown again.' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+export type BackupDestination = Static<typeof BackupDestination>;
+
+export const DestinationTest = Type.Object(
+  {
+    ok: Type.Boolean({ description: 'true when every step passed.' }),
+    code: Nullable(Type.String({ description: "The provider's own error code at the first step that failed (AccessDenied, NoSuchBucket, ENOTFOUND…)." })),
+    steps: Type.Array(
+      Type.Object({ step: StringEnum(['write', 'list', 'read back', 'delete'] as const), ok: Type.Boolean(), error: Nullable(Type.String()) }, { additionalProperties: false }),
+      { description: 'A canary object written, listed, read back and deleted through the same calls real backups make; the steps after a failed one are not run.' },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type DestinationTest = Static<typeof DestinationTest>;
+
+const WorkspaceParams = Type.Object({ slug: Type.String() });
+const DestinationParams = Type.Object({ slug: Type.String(), destination_id: Type.String() });
+const DestinationFields = {
+  name: Type.String({ minLength: 1, maxLength: 64 }),
+  endpoint: Type.String({ minLength: 1, maxLength: 300, description: 'e.g. `https://s3.eu-west-1.amazonaws.com`; loopback, private and link-local hosts are refused unless the operator allows them (`--backup-allow-private`).' }),
+  region: Type.String({ minLength: 1, maxLength: 64, description: 'Default `us-east-1`.' }),
+  bucket: Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]*[a-z0-9]$', description: 'An S3 bucket name: lower-case letters, digits, dots and hyphens.' }),
+  prefix: Type.String({ maxLength: 200, pattern: "^[A-Za-z0-9!_.*'()/-]*$", description: 'Default "" (the bucket\'s root); a "/" is added at its end when missing.' }),
+  path_style: Type.Boolean({ description: 'Default false (virtual-hosted, as AWS); true for MinIO, Garage, SeaweedFS and most self-hosted servers.' }),
+  access_key_id: Type.String({ minLength: 1, maxLength: 256 }),
+  secret_access_key: Type.String({ minLength: 1, maxLength: 256 }),
+};
+const dtags = ['Backup destinations'];
+
+export const listBackupDestinations = {
+  operationId: 'listBackupDestinations',
+  tags: dtags,
+  summary: "List the workspace's S3 backup destinations (`local` is always there and not listed)",
+  params: WorkspaceParams,
+  response: { 200: Envelope(Type.Array(BackupDestination)), ...authErrors },
+};
+
+export const createBackupDestination = {
+  operationId: 'createBackupDestination',
+  tags: dtags,
+  summary: 'Add an S3-compatible backup destination; its keys are stored encrypted',
+  params: WorkspaceParams,
+  body: Type.Object(
+    {
+      name: DestinationFields.name,
+      endpoint: DestinationFields.endpoint,
+      region: Type.Optional(DestinationFields.region),
+      bucket: DestinationFields.bucket,
+      prefix: Type.Optional(DestinationFields.prefix),
+      path_style: Type.Optional(DestinationFields.path_style),
+      access_key_id: DestinationFields.access_key_id,
+      secret_access_key: DestinationFields.secret_access_key,
+    },
+    { additionalProperties: false },
+  ),
+  response: { 201: Envelope(BackupDestination), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
+};
+
+export const getBackupDestination = {
+  operationId: 'getBackupDestination',
+  tags: dtags,
+  summary: 'Get one backup destination',
+  params: DestinationParams,
+  response: { 200: Envelope(BackupDestination), ...authErrors },
+};
+
+export const updateBackupDestination = {
+  operationId: 'updateBackupDestination',
+  tags: dtags,
+  summary: 'Change a backup destination (the keys only when given)',
+  params: DestinationParams,
+  body: Type.Partial(Type.Object(DestinationFields), { additionalProperties: false, minProperties: 1 }),
+  response: { 200: Envelope(BackupDestination), ...authErrors, ...bodyErrors, 409: ErrorEnvelope },
+};
+
+export const deleteBackupDestination = {
+  operationId: 'deleteBackupDestination',
+  tags: dtags,
+  summary: 'Remove a backup destination no policy sends to and no backup is kept at (409 otherwise)',
+  params: DestinationParams,
+  response: { 200: Envelope(BackupDestination), ...authErrors, 409: ErrorEnvelope },
+};
+
+export const testBackupDestination = {
+  operationId: 'testBackupDestination',
+  tags: dtags,
+  summary: "Test a destination: a canary object written, listed, read back and deleted as backups are; the provider's own error code when a step fails",
+  params: DestinationParams,
+  response: { 200: Envelope(DestinationTest), ...authErrors },
+};

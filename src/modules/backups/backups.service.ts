@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
 import type { Access } from '../../domain/access.js';
 import type { DatabaseType } from '../../domain/database.js';
-import { conflict, invalid, notFound } from '../../domain/errors.js';
+import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
 import type { Late } from '../../domain/late.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { StoreOf } from '../../store/db.js';
@@ -11,8 +11,9 @@ import type { WalletService } from '../billing/wallet.service.js';
 import { openArtifact, storedChecksum } from './artifact.js';
 import type { Backup, BackupDetail, BackupPolicy } from './backups.schema.js';
 import { nextRun, scheduleProblem } from './schedule.js';
-import type { Destination } from './destinations.js';
+import type { Destinations } from './destinations.js';
 import { TOOLS } from './engines.js';
+import { s3Error } from './s3.js';
 import { keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
 
 /** The leader's backup worker as the API sees it: woken when there is work. */
@@ -32,15 +33,15 @@ export class BackupService {
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly secrets: Pick<SecretBox, 'derive'>,
-    private readonly destination: Destination,
+    private readonly destinations: Destinations,
     private readonly wallets: Pick<WalletService, 'requireFunds'>,
     private readonly worker: Late<BackupWork>,
   ) {}
 
   async create(access: Access, dbSlug: string, input: { destination_id?: string | undefined }): Promise<Backup> {
     const db = await this.database(access, dbSlug);
-    const destination = input.destination_id ?? 'local';
-    if (destination !== this.destination.id) throw invalid(`"destination_id" names no backup destination of this workspace ("local" is the only one here).`);
+    const destination = input.destination_id ?? (await this.store.repos.backups.policy(db.id))?.destination ?? 'local';
+    await this.destinationOf(access, destination);
     if (db.status !== 'running') throw conflict(`The database is ${db.status}; a backup needs its server running.`);
     if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
     await this.wallets.requireFunds(access.workspace.id);
@@ -100,7 +101,8 @@ export class BackupService {
     const { db, backup } = await this.backup(access, dbSlug, id);
     if (backup.status !== 'succeeded' || backup.manifest === null) throw conflict(`The backup is ${backup.status}; only a succeeded backup can be downloaded.`);
     const manifest = JSON.parse(backup.manifest) as Manifest;
-    const { destination } = this;
+    const destination = await this.destinations.of(backup.workspace_id, backup.destination);
+    if (destination === null) throw conflict(`The backup's destination (${backup.destination}) no longer exists.`);
     let checksum: string;
     try {
       checksum = await storedChecksum(await destination.get(backup.object_key));
@@ -118,8 +120,17 @@ export class BackupService {
   async delete(access: Access, dbSlug: string, id: string): Promise<Backup> {
     const { backup } = await this.backup(access, dbSlug, id);
     if (backup.status === 'pending' || backup.status === 'running') throw conflict(`The backup is ${backup.status}; it can be deleted once it has ended.`);
-    await this.destination.delete(backup.object_key);
-    await this.destination.delete(manifestKey(backup.object_key));
+    const at = await this.destinations.of(backup.workspace_id, backup.destination);
+    try {
+      for (const d of new Set([at, this.destinations.local])) {
+        // a failed upload keeps its local copy: it goes with the record
+        if (d === null) continue;
+        await d.delete(backup.object_key);
+        await d.delete(manifestKey(backup.object_key));
+      }
+    } catch (err) {
+      throw new AppError('BAD_GATEWAY', `The backup's artifact could not be deleted at ${backup.destination} (${s3Error(err).message}); the backup is kept. Try again.`);
+    }
     await this.store.repos.backups.delete(backup.id);
     return backupView(backup);
   }
@@ -152,7 +163,7 @@ export class BackupService {
     const problem = scheduleProblem(input.schedule, timezone);
     if (problem !== null) throw invalid(problem);
     const destination = input.destination_id ?? 'local';
-    if (destination !== this.destination.id) throw invalid(`"destination_id" names no backup destination of this workspace ("local" is the only one here).`);
+    await this.destinationOf(access, destination);
     const now = this.clock.now();
     const next = nextRun(input.schedule, timezone, now);
     if (next === null) throw invalid('"schedule" never runs.');
@@ -213,6 +224,11 @@ export class BackupService {
     const manifest = JSON.parse(backup.manifest) as Manifest;
     if (type !== undefined && type !== manifest.database.type) throw invalid(`"restore_from" names a ${manifest.database.type} backup; "type" is ${type}.`);
     return { backup, type: manifest.database.type };
+  }
+
+  /** A destination of this workspace: `local`, or one of its own (another workspace's is unknown). */
+  private async destinationOf(access: Access, id: string): Promise<void> {
+    if ((await this.destinations.of(access.workspace.id, id)) === null) throw invalid(`"destination_id" names no backup destination of this workspace (use "local" or the id of one of GET …/backup-destinations).`);
   }
 
   private async database(access: Access, slug: string): Promise<DatabaseRow> {

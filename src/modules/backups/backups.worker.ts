@@ -15,7 +15,8 @@ import { login as realLogin, SERVERS } from '../databases/servers.js';
 import { intervalMs, nextRun } from './schedule.js';
 import { Digest, openArtifact, Seal, storedChecksum } from './artifact.js';
 import { compareContents, describeContents, TOOLS, type Contents, type ToolContext } from './engines.js';
-import type { Destination } from './destinations.js';
+import type { Destination, Destinations } from './destinations.js';
+import { s3Error } from './s3.js';
 import { BACKUP_LABEL, keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
 
 export interface BackupWorkerLog {
@@ -36,7 +37,8 @@ export interface BackupWorkerOptions {
   login?: (a: DatabaseAddress) => Promise<void>;
   /** how long a scratch server gets to accept a login (default 2 min) */
   scratchReadyMs?: number;
-  destination: Destination;
+  /** local and the workspaces' S3 destinations */
+  destinations: Destinations;
   /** this installation's labels: every task container carries them */
   labels: Readonly<Record<string, string>>;
   network: (ws: { id: string; slug: string }) => Promise<string>;
@@ -181,13 +183,26 @@ export class BackupWorker implements DatabaseRestorer {
     }
   }
 
+  /** A failed backup, with the failing step's error; a scheduled one raises an alert (a failed e-mail changes nothing here). */
   private async fail(b: BackupRow, message: string): Promise<void> {
     this.o.log.warn({ backup: b.id, database: b.database_id, error: message }, 'backup failed');
     await this.o.repos.backups.update(b.id, 'running', { status: 'failed', error: message, finished_at: iso(this.o.clock.now()) });
+    if (b.trigger !== 'scheduled') return;
+    const db = await this.o.repos.databases.byId(b.database_id);
+    const p = db === undefined ? undefined : await this.o.repos.backups.policy(db.id);
+    if (db !== undefined && p !== undefined) await this.raise(db, p, `The scheduled backup ${b.id} failed: ${message}`);
+  }
+
+  /** Where a backup is kept: its workspace's destination of that id. */
+  private async at(b: Pick<BackupRow, 'workspace_id' | 'destination'>): Promise<Destination> {
+    const d = await this.o.destinations.of(b.workspace_id, b.destination);
+    if (d === null) throw new Error(`its destination (${b.destination}) no longer exists.`);
+    return d;
   }
 
   private async run(b: BackupRow): Promise<void> {
-    const { repos, clock, destination } = this.o;
+    const { repos, clock } = this.o;
+    const local = this.o.destinations.local;
     const startedAt = clock.now();
     if (!(await repos.backups.update(b.id, 'pending', { status: 'running', started_at: iso(startedAt) }))) return;
     const db = await repos.databases.byId(b.database_id);
@@ -208,12 +223,17 @@ export class BackupWorker implements DatabaseRestorer {
     const tools = TOOLS[type];
     let step = 'preparing';
     const job = new AbortController();
+    let remote: Destination | null = null;
+    let uploaded = false;
     try {
+      const target = await this.at(b);
+      remote = target === local ? null : target;
       const ctx = { ...(await this.context(db, b.id)), signal: AbortSignal.any([this.abort.signal, job.signal]) };
       step = 'dumping';
       const raw = new PassThrough();
       const digest = new Digest();
-      const stored = destination.put(b.object_key, digest);
+      // the artifact is written here first; a remote destination gets it from this copy
+      const stored = local.put(b.object_key, digest);
       // a destination that fails stops the tool instead of leaving it blocked on a full pipe
       stored.catch((err: unknown) => { job.abort(); raw.destroy(err as Error); });
       const sealing = pipeline([raw, ...(tools.compress ? [createGzip({ level: 6 })] : []), new Seal(this.o.secrets.derive(keyPurpose(b.id))), digest]);
@@ -241,20 +261,40 @@ export class BackupWorker implements DatabaseRestorer {
         artifact: { key: b.object_key, size, sha256: checksum, compression: tools.compress ? 'gzip' : 'none', encryption: 'aes-256-gcm, 64 KiB records, key per backup' },
         contents: dumped.contents,
       };
-      await destination.put(manifestKey(b.object_key), streamOf(JSON.stringify(manifest, null, 2)));
+      const manifestText = JSON.stringify(manifest, null, 2);
+      await local.put(manifestKey(b.object_key), streamOf(manifestText));
       // counted only once it was read back from where it is kept
       step = 'reading back';
-      const back = new Digest();
-      await pipeline(await destination.get(b.object_key), back);
-      if (back.size !== size || back.hex() !== checksum) {
-        throw new Error(`the stored artifact does not match what was written (${String(back.size)} bytes, sha256 ${back.hex().slice(0, 12)}… where ${String(size)} bytes, ${checksum.slice(0, 12)}… were written).`);
+      await readBack(local, b.object_key, size, checksum);
+      if (remote !== null) {
+        const to = remote;
+        step = `uploading to ${to.id}`;
+        uploaded = true;
+        await remoteStep(async () => {
+          await to.put(b.object_key, await local.get(b.object_key), size);
+          await to.put(manifestKey(b.object_key), streamOf(manifestText));
+        });
+        step = `reading back from ${to.id}`;
+        await remoteStep(() => readBack(to, b.object_key, size, checksum));
+        // the local copy goes only once the remote one is confirmed
+        await local.delete(b.object_key);
+        await local.delete(manifestKey(b.object_key));
       }
       await repos.backups.update(b.id, 'running', { status: 'succeeded', size, checksum, manifest: JSON.stringify(manifest), finished_at: iso(clock.now()), error: null });
       await this.afterSuccess(b, db);
       this.o.log.info({ backup: b.id, database: db.id, bytes: size, seconds: (clock.now().getTime() - startedAt.getTime()) / 1000 }, `backup succeeded: ${describeContents(dumped.contents)}`);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await destination.delete(b.object_key).catch(() => undefined);
+      if (remote !== null && uploaded) {
+        // what reached the remote destination is not a backup; the local copy stays (removed with the record)
+        const to = remote;
+        await to.delete(b.object_key).catch(() => undefined);
+        await to.delete(manifestKey(b.object_key)).catch(() => undefined);
+        await this.fail(b, `${step}: ${message} The local copy is kept until this backup is deleted.`);
+        return;
+      }
+      await local.delete(b.object_key).catch(() => undefined);
+      await local.delete(manifestKey(b.object_key)).catch(() => undefined);
       await this.fail(b, `${step}: ${message}`);
     }
   }
@@ -268,13 +308,14 @@ export class BackupWorker implements DatabaseRestorer {
     const { repos } = this.o;
     const policy = await repos.backups.policy(db.id);
     if (policy !== undefined) {
-      await this.prune(db, policy, b.destination);
+      for (const destination of new Set([b.destination, policy.destination, 'local'])) await this.prune(db, policy, destination);
       if (b.trigger === 'scheduled' && policy.verify !== 'never') {
         const last = lastVerified(await repos.backups.succeeded(db.id));
         const weekAgo = this.o.clock.now().getTime() - 7 * 86_400_000;
         if (policy.verify === 'after-each' || last === null || Date.parse(last) < weekAgo) await repos.backups.updateVerify(b.id, null, { verify_status: 'pending' });
       }
-      if (policy.alert !== null && policy.alert.startsWith('No backup')) await repos.backups.setAlert(db.id, null, null);
+      // a success lifts the alerts about backups not succeeding (not those about verification)
+      if (policy.alert !== null && (policy.alert.startsWith('No backup') || policy.alert.startsWith('The scheduled backup') || policy.alert.startsWith('A scheduled backup was skipped'))) await repos.backups.setAlert(db.id, null, null);
     }
   }
 
@@ -290,8 +331,9 @@ export class BackupWorker implements DatabaseRestorer {
       if (!tooMany && !tooOld) continue;
       if (x.verify_status === 'running') continue;
       try {
-        await this.o.destination.delete(x.object_key);
-        await this.o.destination.delete(manifestKey(x.object_key));
+        const at = await this.at(x);
+        await at.delete(x.object_key);
+        await at.delete(manifestKey(x.object_key));
         await repos.backups.delete(x.id);
         this.o.log.info({ backup: x.id, database: db.id, reason: tooMany ? 'count' : 'age' }, 'backup removed by retention');
       } catch (err) {
@@ -515,7 +557,7 @@ export class BackupWorker implements DatabaseRestorer {
 
   /** The artifact opened and decompressed, after its checksum was checked in full. */
   private async plain(backup: BackupRow, manifest: Manifest): Promise<Readable> {
-    const { destination } = this.o;
+    const destination = await this.at(backup);
     if ((await storedChecksum(await destination.get(backup.object_key))) !== backup.checksum) throw new Error(`the stored artifact of backup ${backup.id} does not match its checksum: it was changed or damaged since it was taken.`);
     return openArtifact(() => destination.get(backup.object_key), this.o.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression);
   }
@@ -545,6 +587,25 @@ export class BackupWorker implements DatabaseRestorer {
 }
 
 const address = (row: DatabaseRow, host: string, port: number, password = ''): DatabaseAddress => ({ type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name });
+
+/** The stored object read back in full: its size and SHA-256 must be what was written. */
+async function readBack(d: Destination, key: string, size: number, checksum: string): Promise<void> {
+  const back = new Digest();
+  await pipeline(await d.get(key), back);
+  if (back.size !== size || back.hex() !== checksum) {
+    throw new Error(`the stored artifact does not match what was written (${String(back.size)} bytes, sha256 ${back.hex().slice(0, 12)}… where ${String(size)} bytes, ${checksum.slice(0, 12)}… were written).`);
+  }
+}
+
+/** A step against a remote destination: its failure names the provider's own error code. */
+async function remoteStep(fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    if (err instanceof Error && !('$metadata' in err) && !('code' in err)) throw err;
+    throw new Error(`${s3Error(err).message}.`);
+  }
+}
 
 const streamOf = (text: string): Readable => {
   const s = new PassThrough();

@@ -3,6 +3,10 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { SecretBox } from '../../adapters/secrets/secret-box.js';
+import type { BackupDestinationRow, Repositories } from '../../store/repositories/index.js';
+import { credentialContext } from './policy.js';
+import { S3Destination } from './s3.js';
 
 /**
  * Where artifacts are kept (docs/backups.md#destinations). Keys are `<workspace>/<database>/<file>`,
@@ -11,7 +15,8 @@ import { pipeline } from 'node:stream/promises';
 export interface Destination {
   /** `local`, or a configured destination's id */
   readonly id: string;
-  put(key: string, body: Readable): Promise<void>;
+  /** `size`: the body's length when known (a large artifact is streamed, not buffered) */
+  put(key: string, body: Readable, size?: number): Promise<void>;
   get(key: string): Promise<Readable>;
   /** bytes of the object; null when absent */
   size(key: string): Promise<number | null>;
@@ -85,5 +90,48 @@ export class LocalDestination implements Destination {
   async removeDatabaseDir(workspace: string, database: string): Promise<void> {
     const dir = this.path(`${workspace}/${database}/x`).slice(0, -2);
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Every destination a backup can name: `local`, or one of its workspace's S3 destinations, its
+ * credentials opened only here. A destination of another workspace is never found.
+ */
+export class Destinations {
+  private readonly clients = new Map<string, { updatedAt: string; d: S3Destination }>();
+
+  constructor(
+    private readonly repos: Pick<Repositories, 'backups'>,
+    private readonly secrets: Pick<SecretBox, 'open'>,
+    readonly local: LocalDestination,
+    readonly allowPrivate: boolean,
+  ) {}
+
+  /** The workspace's destination `id`; null when it has none of that id. */
+  async of(workspaceId: string, id: string): Promise<Destination | null> {
+    if (id === this.local.id) return this.local;
+    const row = await this.repos.backups.destination(workspaceId, id);
+    return row === undefined ? null : this.s3(row);
+  }
+
+  /** The client of a configured destination (one per destination and version of its settings). */
+  s3(row: BackupDestinationRow): S3Destination {
+    const cached = this.clients.get(row.id);
+    if (cached !== undefined && cached.updatedAt === row.updated_at) return cached.d;
+    const d = new S3Destination(
+      {
+        id: row.id,
+        endpoint: row.endpoint,
+        region: row.region,
+        bucket: row.bucket,
+        prefix: row.prefix,
+        pathStyle: row.path_style === 1,
+        accessKeyId: this.secrets.open(row.access_key_id, credentialContext(row.id, 'access')),
+        secretAccessKey: this.secrets.open(row.secret_access_key, credentialContext(row.id, 'secret')),
+      },
+      this.allowPrivate,
+    );
+    this.clients.set(row.id, { updatedAt: row.updated_at, d });
+    return d;
   }
 }

@@ -5,6 +5,8 @@ import type { Contents } from './engines.js';
 export interface BackupPolicy {
   /** the local destination's directory (`<data dir>/backups`) */
   dir: string;
+  /** `--backup-allow-private`: S3 endpoints may be loopback, link-local or private addresses */
+  allowPrivate: boolean;
 }
 
 /** The label of a tool container: the backup (or `restore-<database>`) it works for. */
@@ -12,6 +14,9 @@ export const BACKUP_LABEL = 'slipway.backup';
 
 /** The secret box purpose of a backup's own key: each artifact opens with its own key only. */
 export const keyPurpose = (backupId: string): string => `backup:${backupId}`;
+
+/** The secret box context of a destination's sealed access key id or secret key. */
+export const credentialContext = (destinationId: string, which: 'access' | 'secret'): string => `backup-destination:${destinationId}:${which}`;
 
 /** Where a backup's artifact is kept at its destination: made of ids only. */
 export const objectKey = (workspaceId: string, databaseId: string, backupId: string): string => `${workspaceId}/${databaseId}/${backupId}.slwb`;

@@ -77,6 +77,9 @@ export function s3Error(err: unknown): { code: string; message: string } {
   return { code, message: `${code}${status === undefined ? '' : ` (HTTP ${String(status)})`}: ${message}` };
 }
 
+const quiet = (): void => undefined;
+const SILENT = { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet };
+
 /** A bucket of an S3-compatible service, through the official client. */
 export class S3Destination implements Destination {
   readonly id: string;
@@ -103,10 +106,21 @@ export class S3Destination implements Destination {
         forcePathStyle: this.s.pathStyle,
         credentials: { accessKeyId: this.s.accessKeyId, secretAccessKey: this.s.secretAccessKey },
         maxAttempts: 2,
+        // the client's own warnings would go to the console; every failure is in the backup's record
+        logger: SILENT,
+        // checksums only where the operation requires one: the aws-chunked encoding the client
+        // otherwise sends is not understood by many S3-compatible servers (docs/backups.md#destinations)
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
         requestHandler: new NodeHttpHandler({ httpAgent: new HttpAgent({ keepAlive: true, lookup }), httpsAgent: new HttpsAgent({ keepAlive: true, lookup }), connectionTimeout: 10_000, requestTimeout: 300_000 }),
       });
     }
     return { client: this.client, m };
+  }
+
+  /** The access key id's first four characters (listings show only those). */
+  accessKeyHint(): string {
+    return `${this.s.accessKeyId.slice(0, 4)}…`;
   }
 
   private key(key: string): string {

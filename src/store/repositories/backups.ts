@@ -1,9 +1,10 @@
-import { toNumber } from '../dialects.js';
-import type { BackupPoliciesTable, BackupsTable } from '../tables/backups.js';
+import { orDuplicate, toNumber } from '../dialects.js';
+import type { BackupDestinationsTable, BackupPoliciesTable, BackupsTable } from '../tables/backups.js';
 import { Repository } from './repository.js';
 
 export type BackupRow = BackupsTable;
 export type BackupPolicyRow = BackupPoliciesTable;
+export type BackupDestinationRow = BackupDestinationsTable;
 
 /** PostgreSQL returns bigint as text: every row leaves here with numbers. */
 const row = (r: BackupRow): BackupRow => ({ ...r, size: r.size === null ? null : toNumber(r.size) });
@@ -115,5 +116,38 @@ export class BackupRepository extends Repository {
 
   async setAlert(databaseId: string, alert: string | null, at: string | null): Promise<void> {
     await this.db.updateTable('backup_policies').set({ alert, alerted_at: at }).where('database_id', '=', databaseId).execute();
+  }
+
+  // --- destinations --------------------------------------------------------------------------
+
+  insertDestination(r: BackupDestinationRow): Promise<unknown> {
+    return orDuplicate(this.db.insertInto('backup_destinations').values(r).execute(), () => `A backup destination named "${r.name}" already exists in this workspace.`);
+  }
+
+  /** The workspace's destinations, by name. */
+  destinations(workspaceId: string): Promise<BackupDestinationRow[]> {
+    return this.db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).orderBy('name').execute();
+  }
+
+  /** One destination of the workspace (another workspace's is as absent as an unknown one). */
+  destination(workspaceId: string, id: string): Promise<BackupDestinationRow | undefined> {
+    return this.db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async updateDestination(workspaceId: string, id: string, patch: Partial<Omit<BackupDestinationRow, 'id' | 'workspace_id' | 'created_at'>>): Promise<boolean> {
+    const r = await orDuplicate(this.db.updateTable('backup_destinations').set(patch).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(), () => `A backup destination named "${patch.name ?? ''}" already exists in this workspace.`);
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async deleteDestination(workspaceId: string, id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('backup_destinations').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+
+  /** What still uses a destination: the policies that send there and the backups kept there. */
+  async destinationUse(id: string): Promise<{ policies: number; backups: number }> {
+    const p = await this.db.selectFrom('backup_policies').select((eb) => eb.fn.countAll().as('n')).where('destination', '=', id).executeTakeFirstOrThrow();
+    const b = await this.db.selectFrom('backups').select((eb) => eb.fn.countAll().as('n')).where('destination', '=', id).executeTakeFirstOrThrow();
+    return { policies: toNumber(p.n), backups: toNumber(b.n) };
   }
 }
