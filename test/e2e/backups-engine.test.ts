@@ -18,7 +18,7 @@ import { startDeployFixture, type DeployFixture } from '../factories/engine.js';
 import { makeWorkspace, type TestServer, type TestWorkspace } from '../factories/harness.js';
 import { ensureDatabaseImages } from '../factories/images.js';
 import { BACKUP_LABEL } from '../../src/modules/backups/policy.js';
-import type { BackupDestination, BackupPolicy, DestinationTest } from '../../src/modules/backups/backups.schema.js';
+import type { BackupDestination, BackupPolicy, DestinationTest, Restore } from '../../src/modules/backups/backups.schema.js';
 import { S3_KEYS, startLocalS3, type LocalS3 } from '../factories/s3.js';
 
 type Kind = 'postgresql' | 'mysql' | 'redis';
@@ -103,6 +103,38 @@ async function change(type: Kind, url: string): Promise<void> {
     const c = new Redis(url);
     await c.flushdb().finally(() => { c.disconnect(); });
   }
+}
+
+/** Something the backup does not have (a table, a key): an in-place restore must leave none of it. */
+async function addStray(type: Kind, url: string): Promise<void> {
+  if (type === 'postgresql') {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('create table stray (x int); insert into stray values (1)').finally(() => c.end());
+  } else if (type === 'mysql') {
+    const c = await mysql.createConnection({ uri: url, multipleStatements: true });
+    await c.query('create table stray (x int); insert into stray values (1)').finally(() => c.end());
+  } else {
+    const c = new Redis(url);
+    await c.set('stray', '1').finally(() => { c.disconnect(); });
+  }
+}
+
+async function strayLeft(type: Kind, url: string): Promise<boolean> {
+  if (type === 'postgresql') {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const r = await c.query<{ t: string | null }>("select to_regclass('public.stray')::text as t").finally(() => c.end());
+    return r.rows[0]?.t !== null;
+  }
+  if (type === 'mysql') {
+    const c = await mysql.createConnection({ uri: url });
+    const [rows] = await c.query("select count(*) as n from information_schema.tables where table_schema = database() and table_name = 'stray'").finally(() => c.end());
+    return Number((rows as { n: number }[])[0]?.n) > 0;
+  }
+  const c = new Redis(url);
+  const n = await c.exists('stray').finally(() => { c.disconnect(); });
+  return n > 0;
 }
 
 describe('database backups on the engine (sqlite)', () => {
@@ -234,6 +266,42 @@ describe('database backups on the engine (sqlite)', () => {
       expect(r.status, `${r.error ?? ''}\n${r.events.map((e) => e.message).join('\n')}`).toBe('running');
       expect(r.events.map((e) => e.message).join('\n')).toMatch(new RegExp(`Restored from backup ${id} in [0-9.]+ s: .*, as in the manifest\\.`));
       expect(await fingerprint(type, urlOf(r, restored.password))).toBe(before);
+
+      // in place: only with the slug typed again, for owners and admins, after a safety backup of what it holds now
+      const restoreUrl = `${base()}/${source.slug}/restore`;
+      expect((await s.request('POST', restoreUrl, { key: w.member.key, body: { backup_id: id, confirm: source.slug } })).status).toBe(403);
+      const unconfirmed = await s.request('POST', restoreUrl, { key: w.owner.key, body: { backup_id: id, confirm: `${source.slug}-not` } });
+      expect(unconfirmed.status).toBe(400);
+      expect(unconfirmed.body.error).toBe(`"confirm" must be the database's slug ("${source.slug}"): an in-place restore replaces everything it holds now.`);
+      await addStray(type, url);
+      const changed = await fingerprint(type, url);
+      const asked2 = await s.request<Restore>('POST', restoreUrl, { key: w.admin.key, body: { backup_id: id, confirm: source.slug } });
+      expect(asked2.status, asked2.text).toBe(202);
+      expect(asked2.body.data).toMatchObject({ status: 'pending', backup_id: id, step: 'Taking a safety backup of what the database holds now.' });
+      const restoreId = asked2.body.data?.id ?? '';
+      const steps = new Set<string>();
+      let done2: Restore | undefined;
+      for (const end = Date.now() + 150_000; done2 === undefined; ) {
+        const r = (await s.request<Restore>('GET', `${base()}/${source.slug}/restores/${restoreId}`, { key: w.member.key })).body.data;
+        if (r?.step !== null && r?.step !== undefined) steps.add(r.step);
+        if (r?.status === 'succeeded' || r?.status === 'failed') done2 = r;
+        else if (Date.now() > end) throw new Error(`restore still ${r?.status ?? '?'}`);
+        else await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(done2.status, done2.error ?? '').toBe('succeeded');
+      expect(done2.result).toMatch(new RegExp(`as in the manifest of backup ${id}; restored in [0-9.]+ s\\.$`));
+      expect([...steps].join('\n')).toMatch(type === 'redis' ? /by replication from the scratch server/ : /Replacing the database's contents/);
+      expect(await fingerprint(type, url)).toBe(before);
+      expect(await strayLeft(type, url)).toBe(false);
+      // the safety backup holds what it held before
+      const safety = await finished(source.slug, done2.safety_backup_id);
+      expect(safety).toMatchObject({ status: 'succeeded', trigger: 'safety' });
+      expect(changed).not.toBe(before);
+      if (type === 'redis') expect(safety.manifest?.contents).toEqual({ kind: 'keys', keys: 1 });
+      else expect(safety.manifest?.contents).toMatchObject({ kind: 'tables', tables: expect.arrayContaining([{ name: type === 'postgresql' ? 'public.items' : 'items', rows: 10 }, { name: type === 'postgresql' ? 'public.stray' : 'stray', rows: 1 }]) as unknown });
+      const listedRestores = await s.request<Restore[]>('GET', `${base()}/${source.slug}/restores`, { key: w.member.key });
+      expect(listedRestores.body.data?.map((r) => r.id)).toEqual([restoreId]);
+      await noScratchLeft();
 
       // the download is the engine's own format, for owners and admins only
       expect((await s.request('GET', `${base()}/${source.slug}/backups/${id}/download`, { key: w.member.key })).status).toBe(403);

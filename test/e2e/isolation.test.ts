@@ -21,6 +21,7 @@ interface Ids {
   db_slug: string;
   backup_id: string;
   destination_id: string;
+  restore_id: string;
   template_slug: string;
   key: string;
 }
@@ -61,6 +62,7 @@ const BODIES: Record<string, unknown> = {
   'PUT /api/workspaces/:slug/databases/:db_slug/backup-policy': { schedule: '0 3 * * *' },
   // takes no body: listed so that the walk below is known to cover it
   'POST /api/workspaces/:slug/databases/:db_slug/backups/:backup_id/verify': undefined,
+  'POST /api/workspaces/:slug/databases/:db_slug/restore': { backup_id: 'guess', confirm: 'guess' },
   'POST /api/workspaces/:slug/backup-destinations': { name: 'intruder', endpoint: 'https://s3.invalid', bucket: 'evil-bucket', access_key_id: 'x', secret_access_key: 'y' },
   'PATCH /api/workspaces/:slug/backup-destinations/:destination_id': { bucket: 'evil-bucket' },
   // takes no body: listed so that the walk below is known to cover it
@@ -97,6 +99,7 @@ async function snapshot(db: Kysely<DB>, workspaceId: string, logs: LogStore): Pr
     databases: await db.selectFrom('databases').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backups: await db.selectFrom('backups').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backupPolicies: await db.selectFrom('backup_policies').selectAll().where('workspace_id', '=', workspaceId).orderBy('database_id').execute(),
+    restores: await db.selectFrom('restores').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     backupDestinations: await db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).orderBy('id').execute(),
     logs: await Promise.all(ids.map(logsOf)),
   };
@@ -149,6 +152,9 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       id: backupId, workspace_id: b.id, database_id: bDb?.id ?? '', status: 'succeeded', trigger: 'manual', destination: 'local', object_key: `${b.id}/${bDb?.id ?? ''}/${backupId}.slwb`,
       size: 10, checksum: '0'.repeat(64), manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: null, requested_by: null, created_at: at,
     });
+    // and an in-place restore of it
+    const restoreId = s.deps.ids.id();
+    await s.store.repos.backups.insertRestore({ id: restoreId, workspace_id: b.id, database_id: bDb?.id ?? '', backup_id: backupId, safety_backup_id: backupId, status: 'succeeded', step: null, result: 'b-only result', error: null, requested_by: null, created_at: at, started_at: at, finished_at: at });
     // B has an S3 backup destination (its keys b-only)
     const destination = await s.request<{ id: string }>('POST', `/api/workspaces/${b.slug}/backup-destinations`, { key, body: { name: 'b offsite', endpoint: 'https://s3.invalid', bucket: 'b-bucket', access_key_id: 'b-only-access', secret_access_key: 'b-only-secret' } });
     expect(destination.status, destination.text).toBe(201);
@@ -174,6 +180,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
       db_slug: database.body.data?.slug ?? '',
       backup_id: backupId,
       destination_id: destination.body.data?.id ?? '',
+      restore_id: restoreId,
       template_slug: 'tshared',
       key: 'B_ONLY',
     };
@@ -229,7 +236,7 @@ describe.each(STORE_KINDS)('workspace isolation on %s', (kind) => {
 
   it("answers 404 for B's ids used under A's own workspace and project", async () => {
     const before = await snapshot(s.store.db, b.id, s.logStore);
-    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key|backup_id|destination_id)\b/.test(r.url));
+    const withChildId = workspaceRoutes().filter((r) => /:(env_id|domain_id|id|key_id|user_id|installation_id|key|backup_id|destination_id|restore_id)\b/.test(r.url));
     expect(withChildId.length).toBeGreaterThanOrEqual(6);
     const mixed: Ids = { ...bIds, slug: a.slug, project_slug: aProject, template_slug: 'tshared' };
     for (const route of withChildId) {

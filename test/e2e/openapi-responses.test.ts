@@ -34,6 +34,7 @@ const NO_SUCCESS_HERE: Record<string, string> = {
   createBackup: 'needs a running database (the engine: test/e2e/backups-engine.test.ts)',
   downloadBackup: 'needs a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
   verifyBackup: 'needs a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
+  restoreDatabase: 'needs a running database and a succeeded backup (the engine: test/e2e/backups-engine.test.ts)',
 };
 
 interface Seen {
@@ -242,6 +243,11 @@ describe('the OpenAPI document against real responses', () => {
     expectStatus(await call('GET', `${dbs}/backups/${backupId}`, { key: member }), 200);
     expectStatus(await call('GET', `${dbs}/backups/${backupId}/download`, { key: w.owner.key }), 409);
     expectStatus(await call('POST', `${dbs}/backups/${backupId}/verify`, { key: member }), 409);
+    expectStatus(await call('POST', `${dbs}/restore`, { key: w.owner.key, body: { backup_id: backupId, confirm: 'not-it' } }), 400);
+    const restoreId = s.deps.ids.id();
+    await s.store.repos.backups.insertRestore({ id: restoreId, workspace_id: w.id, database_id: dbRow?.id ?? '', backup_id: backupId, safety_backup_id: backupId, status: 'failed', step: null, result: null, error: 'The safety backup failed.', requested_by: null, created_at: at, started_at: null, finished_at: at });
+    expectStatus(await call('GET', `${dbs}/restores`, { key: member }), 200);
+    expectStatus(await call('GET', `${dbs}/restores/${restoreId}`, { key: member }), 200);
     expectStatus(await call('GET', `${dbs}/backup-policy`, { key: member }), 200);
     expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '*/5 * * * *' } }), 400);
     expectStatus(await call('PUT', `${dbs}/backup-policy`, { key: w.owner.key, body: { schedule: '0 3 * * *', timezone: 'Europe/Paris', keep_count: 3, keep_days: 30, verify: 'after-each' } }), 200);

@@ -43,6 +43,8 @@ interface Fixture {
   databaseSlug: string;
   /** a (failed) backup of that database, straight in the store */
   backupId: string;
+  /** a (failed) in-place restore of that database, straight in the store */
+  restoreId: string;
   /** an S3 backup destination of the workspace (an endpoint that does not resolve) */
   destinationId: string;
   /** a template instance with a variable TPL_VAR, a custom domain and a running deployment */
@@ -180,6 +182,10 @@ const TABLE: Row[] = [
   { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
   { method: 'PUT', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy`, body: () => ({ schedule: '0 3 * * *', keep_count: 3 }) },
   { method: 'DELETE', url: '/api/workspaces/:slug/databases/:db_slug/backup-policy', who: 'admin', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/backup-policy` },
+  // in-place restores: the fixture's backup failed, so restoring it is a 400 for those allowed
+  { method: 'POST', url: '/api/workspaces/:slug/databases/:db_slug/restore', who: 'admin', ok: 400, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/restore`, body: (f) => ({ backup_id: f.backupId, confirm: f.databaseSlug }) },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/restores', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/restores` },
+  { method: 'GET', url: '/api/workspaces/:slug/databases/:db_slug/restores/:restore_id', who: 'member', ok: 200, path: (f) => `${ws(f)}/databases/${f.databaseSlug}/restores/${f.restoreId}` },
   // S3 destinations: owners and admins; the fixture's endpoint does not resolve, so its test answers 200 with ok false
   { method: 'GET', url: '/api/workspaces/:slug/backup-destinations', who: 'admin', ok: 200, path: (f) => `${ws(f)}/backup-destinations` },
   { method: 'POST', url: '/api/workspaces/:slug/backup-destinations', who: 'admin', ok: 201, path: (f) => `${ws(f)}/backup-destinations`, body: () => destinationBody() },
@@ -278,7 +284,7 @@ async function newDestination(s: TestServer, w: TestWorkspace): Promise<Pick<Fix
 }
 
 /** A failed backup of the database `dbSlug` of `w`, straight in the store. */
-async function newBackup(s: TestServer, w: TestWorkspace, dbSlug: string): Promise<Pick<Fixture, 'backupId'>> {
+async function newBackup(s: TestServer, w: TestWorkspace, dbSlug: string): Promise<Pick<Fixture, 'backupId' | 'restoreId'>> {
   const db = await s.store.repos.databases.bySlug(w.id, dbSlug);
   if (db === undefined) throw new Error(`no database ${dbSlug}`);
   const id = s.deps.ids.id();
@@ -287,7 +293,11 @@ async function newBackup(s: TestServer, w: TestWorkspace, dbSlug: string): Promi
     id, workspace_id: w.id, database_id: db.id, status: 'failed', trigger: 'manual', destination: 'local', object_key: `${w.id}/${db.id}/${id}.slwb`,
     size: null, checksum: null, manifest: null, started_at: now, finished_at: now, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: 'skipped: the database is provisioning.', requested_by: null, created_at: now,
   });
-  return { backupId: id };
+  const restoreId = s.deps.ids.id();
+  await s.store.repos.backups.insertRestore({
+    id: restoreId, workspace_id: w.id, database_id: db.id, backup_id: id, safety_backup_id: id, status: 'failed', step: null, result: null, error: 'The safety backup failed.', requested_by: null, created_at: now, started_at: null, finished_at: now,
+  });
+  return { backupId: id, restoreId };
 }
 
 /** A template instance of `w` with the variables its deploy needs, TPL_VAR, a custom domain and a running deployment (with an image). */

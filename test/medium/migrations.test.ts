@@ -27,6 +27,7 @@ const RELEASED: readonly (readonly [name: string, sha256: string])[] = [
   ['2026-11-30T000000-uptime', '8e3ca527b0114b03305ebae93891d790b9d6b088ec45398fc4f17c69564c9462'],
   ['2026-12-01T000000-consent', '2eb35ad02fd2e1a5aca4a784a6ff0e5671d015fc250d951c92ed5d176b1758e5'],
   ['2026-12-07T000000-backups', 'febc2c31177c4d8b1aef557cc847fc75e0332fbce495a50cd6f261a66c7d8ebd'],
+  ['2026-12-07T120000-restores', '18afc043e19a293940e1287e8e791bf01a19f77c1fa569a54d064831993f5a45'],
 ];
 
 const DIR = new URL('../../src/store/migrations/', import.meta.url);

@@ -86,6 +86,7 @@ describe.each(STORE_KINDS)('store conformance on %s', (kind) => {
         '2026-11-30T000000-uptime',
         '2026-12-01T000000-consent',
         '2026-12-07T000000-backups',
+        '2026-12-07T120000-restores',
       ]);
     } finally {
       await again.close();

@@ -39,6 +39,14 @@ export const backupRoutes: FastifyPluginAsyncTypebox<{ backups: BackupService; d
     ok(await backups.delete(accessOf(req), req.params.db_slug, req.params.backup_id)),
   );
 
+  // in-place restores: owners and admins start them (after a safety backup); members follow them
+  const db = '/api/workspaces/:slug/databases/:db_slug';
+  app.post(`${db}/restore`, { schema: s.restoreDatabase, config: { action: 'backups.manage' } }, async (req, reply) =>
+    reply.code(202).send(ok(await backups.restoreInPlace(accessOf(req), req.params.db_slug, req.body))),
+  );
+  app.get(`${db}/restores`, { schema: s.listRestores, config: { action: 'workspace.read' } }, async (req) => ok(await backups.restores(accessOf(req), req.params.db_slug)));
+  app.get(`${db}/restores/:restore_id`, { schema: s.getRestore, config: { action: 'workspace.read' } }, async (req) => ok(await backups.restoreOf(accessOf(req), req.params.db_slug, req.params.restore_id)));
+
   // destinations: owners and admins only (their listing names buckets and endpoints)
   const dest = '/api/workspaces/:slug/backup-destinations';
   app.get(dest, { schema: s.listBackupDestinations, config: { action: 'backups.manage' } }, async (req) => ok(await destinations.list(accessOf(req))));

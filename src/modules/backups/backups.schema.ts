@@ -279,3 +279,60 @@ export const testBackupDestination = {
   params: DestinationParams,
   response: { 200: Envelope(DestinationTest), ...authErrors },
 };
+
+// --- in-place restores --------------------------------------------------------------------------
+
+export const RESTORE_STATUSES = ['pending', 'restoring', 'succeeded', 'failed'] as const;
+
+export const Restore = Type.Object(
+  {
+    id: Type.String(),
+    database_id: Type.String(),
+    backup_id: Type.String({ description: 'The backup restored.' }),
+    safety_backup_id: Type.String({ description: 'The backup taken first (trigger `safety`): what the database held before; restore it to undo.' }),
+    status: StringEnum(RESTORE_STATUSES, {
+      description: '`pending` while the safety backup runs (a failed safety backup fails the restore, and nothing is changed), `restoring`, then `succeeded` once the counts match the manifest, or `failed` with `error`.',
+    }),
+    step: Nullable(Type.String({ description: 'What it is doing now, in words (progress).' })),
+    result: Nullable(Type.String({ description: 'How it ended: the row or key counts compared with the manifest.' })),
+    error: Nullable(Type.String()),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+  },
+  { additionalProperties: false },
+);
+export type Restore = Static<typeof Restore>;
+
+const RestoreParams = Type.Object({ slug: Type.String(), db_slug: Type.String(), restore_id: Type.String() });
+
+export const restoreDatabase = {
+  operationId: 'restoreDatabase',
+  tags,
+  summary: 'Restore a backup over this database (in place): a safety backup is taken first; runs in the background (202)',
+  params: DatabaseParams,
+  body: Type.Object(
+    {
+      backup_id: Type.String({ minLength: 1, maxLength: 100, description: 'A succeeded backup of this workspace, of the same type.' }),
+      confirm: Type.String({ maxLength: 200, description: "The database's slug, typed again: what it holds now is replaced." }),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 202: Envelope(Restore), ...authErrors, ...bodyErrors, 402: ErrorEnvelope, 409: ErrorEnvelope },
+};
+
+export const listRestores = {
+  operationId: 'listRestores',
+  tags,
+  summary: 'List the in-place restores of a database, newest first',
+  params: DatabaseParams,
+  response: { 200: Envelope(Type.Array(Restore)), ...authErrors },
+};
+
+export const getRestore = {
+  operationId: 'getRestore',
+  tags,
+  summary: 'Get one in-place restore (poll it for its progress)',
+  params: RestoreParams,
+  response: { 200: Envelope(Restore), ...authErrors },
+};

@@ -6,10 +6,10 @@ import { AppError, conflict, invalid, notFound } from '../../domain/errors.js';
 import type { Late } from '../../domain/late.js';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
 import type { StoreOf } from '../../store/db.js';
-import type { BackupPolicyRow, BackupRow, DatabaseRow } from '../../store/repositories/index.js';
+import type { BackupPolicyRow, BackupRow, DatabaseRow, RestoreRow } from '../../store/repositories/index.js';
 import type { WalletService } from '../billing/wallet.service.js';
 import { openArtifact, storedChecksum } from './artifact.js';
-import type { Backup, BackupDetail, BackupPolicy } from './backups.schema.js';
+import type { Backup, BackupDetail, BackupPolicy, Restore } from './backups.schema.js';
 import { nextRun, scheduleProblem } from './schedule.js';
 import type { Destinations } from './destinations.js';
 import { TOOLS } from './engines.js';
@@ -45,13 +45,26 @@ export class BackupService {
     if (db.status !== 'running') throw conflict(`The database is ${db.status}; a backup needs its server running.`);
     if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
     await this.wallets.requireFunds(access.workspace.id);
+    const row = this.newBackup(db, 'manual', destination, access.caller.user.id);
+    await this.store.transaction(async (tx) => {
+      const active = await tx.backups.active(db.id);
+      if (active !== undefined) throw conflict(`A backup of this database is already ${active.status} (${active.id}); one runs at a time.`);
+      const restoring = await tx.backups.activeRestore(db.id);
+      if (restoring !== undefined) throw conflict(`The database is being restored (${restoring.id}); take a backup once that has ended.`);
+      await tx.backups.insert(row);
+    });
+    this.worker.get().wake();
+    return backupView(row);
+  }
+
+  private newBackup(db: DatabaseRow, trigger: 'manual' | 'safety', destination: string, requestedBy: string): BackupRow {
     const id = this.ids.id();
-    const row: BackupRow = {
+    return {
       id,
       workspace_id: db.workspace_id,
       database_id: db.id,
       status: 'pending',
-      trigger: 'manual',
+      trigger,
       destination,
       object_key: objectKey(db.workspace_id, db.id, id),
       size: null,
@@ -64,16 +77,62 @@ export class BackupService {
       verify_status: null,
       verify_error: null,
       error: null,
-      requested_by: access.caller.user.id,
+      requested_by: requestedBy,
       created_at: iso(this.clock.now()),
+    };
+  }
+
+  /**
+   * An in-place restore (docs/backups.md#in-place-restore): only with the database's slug typed
+   * again in `confirm`, and only after a safety backup of what it holds now, queued here with it
+   * in one transaction. The leader's worker does the rest; the record tells its progress.
+   */
+  async restoreInPlace(access: Access, dbSlug: string, input: { backup_id: string; confirm: string }): Promise<Restore> {
+    const db = await this.database(access, dbSlug);
+    if (input.confirm !== db.slug) throw invalid(`"confirm" must be the database's slug ("${db.slug}"): an in-place restore replaces everything it holds now.`);
+    const { backup, type } = await this.restoreSource(access, input.backup_id, undefined, 'backup_id');
+    if (type !== db.type) throw invalid(`"backup_id" names a ${type} backup; the database is ${db.type}.`);
+    if (db.status !== 'running') throw conflict(`The database is ${db.status}; an in-place restore needs its server running.`);
+    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be restored in place yet (docs/backups.md#shared-servers).');
+    await this.wallets.requireFunds(access.workspace.id);
+    const safety = this.newBackup(db, 'safety', 'local', access.caller.user.id);
+    const row: RestoreRow = {
+      id: this.ids.id(),
+      workspace_id: db.workspace_id,
+      database_id: db.id,
+      backup_id: backup.id,
+      safety_backup_id: safety.id,
+      status: 'pending',
+      step: 'Taking a safety backup of what the database holds now.',
+      result: null,
+      error: null,
+      requested_by: access.caller.user.id,
+      created_at: safety.created_at,
+      started_at: null,
+      finished_at: null,
     };
     await this.store.transaction(async (tx) => {
       const active = await tx.backups.active(db.id);
-      if (active !== undefined) throw conflict(`A backup of this database is already ${active.status} (${active.id}); one runs at a time.`);
-      await tx.backups.insert(row);
+      if (active !== undefined) throw conflict(`A backup of this database is ${active.status} (${active.id}); restore once it has ended.`);
+      const restoring = await tx.backups.activeRestore(db.id);
+      if (restoring !== undefined) throw conflict(`The database is already being restored (${restoring.id}).`);
+      await tx.backups.insert(safety);
+      await tx.backups.insertRestore(row);
     });
     this.worker.get().wake();
-    return backupView(row);
+    return restoreView(row);
+  }
+
+  async restores(access: Access, dbSlug: string): Promise<Restore[]> {
+    const db = await this.database(access, dbSlug);
+    return (await this.store.repos.backups.restoresOf(db.id)).map(restoreView);
+  }
+
+  async restoreOf(access: Access, dbSlug: string, id: string): Promise<Restore> {
+    const db = await this.database(access, dbSlug);
+    const r = await this.store.repos.backups.restore(id);
+    if (r === undefined || r.database_id !== db.id) throw notFound('Restore');
+    return restoreView(r);
   }
 
   async list(access: Access, dbSlug: string): Promise<Backup[]> {
@@ -216,13 +275,13 @@ export class BackupService {
    * The backup a new database of this workspace is restored from (POST …/databases with
    * `restore_from`): one of its own databases', succeeded, of the same type.
    */
-  async restoreSource(access: Access, id: string, type: string | undefined): Promise<{ backup: BackupRow; type: DatabaseType }> {
+  async restoreSource(access: Access, id: string, type: string | undefined, field = 'restore_from'): Promise<{ backup: BackupRow; type: DatabaseType }> {
     const backup = await this.store.repos.backups.byId(id);
     // another workspace's backup is as unknown as one that does not exist
-    if (backup === undefined || backup.workspace_id !== access.workspace.id) throw invalid('"restore_from" names no backup of this workspace.');
-    if (backup.status !== 'succeeded' || backup.manifest === null) throw invalid(`"restore_from" names a backup that is ${backup.status}; only a succeeded backup can be restored.`);
+    if (backup === undefined || backup.workspace_id !== access.workspace.id) throw invalid(`"${field}" names no backup of this workspace.`);
+    if (backup.status !== 'succeeded' || backup.manifest === null) throw invalid(`"${field}" names a backup that is ${backup.status}; only a succeeded backup can be restored.`);
     const manifest = JSON.parse(backup.manifest) as Manifest;
-    if (type !== undefined && type !== manifest.database.type) throw invalid(`"restore_from" names a ${manifest.database.type} backup; "type" is ${type}.`);
+    if (type !== undefined && type !== manifest.database.type) throw invalid(`"${field}" names a ${manifest.database.type} backup; "type" is ${type}.`);
     return { backup, type: manifest.database.type };
   }
 
@@ -262,5 +321,21 @@ export function backupView(r: BackupRow): Backup {
     verify_status: r.verify_status as Backup['verify_status'],
     verify_error: r.verify_error,
     created_at: r.created_at,
+  };
+}
+
+export function restoreView(r: RestoreRow): Restore {
+  return {
+    id: r.id,
+    database_id: r.database_id,
+    backup_id: r.backup_id,
+    safety_backup_id: r.safety_backup_id,
+    status: r.status as Restore['status'],
+    step: r.step,
+    result: r.result,
+    error: r.error,
+    created_at: r.created_at,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
   };
 }

@@ -7,14 +7,14 @@ import type { Runtime } from '../../domain/runtime.js';
 import type { Mailer } from '../../adapters/notify/mailer.js';
 import { randomBytes } from 'node:crypto';
 import type { SecretBox } from '../../adapters/secrets/secret-box.js';
-import type { BackupPolicyRow, BackupRow, DatabaseRow, Repositories } from '../../store/repositories/index.js';
+import type { BackupPolicyRow, BackupRow, DatabaseRow, Repositories, RestoreRow } from '../../store/repositories/index.js';
 import type { DatabaseRestorer } from '../databases/databases.worker.js';
 import { serverName } from '../databases/health.js';
 import { passwordContext } from '../databases/policy.js';
 import { login as realLogin, SERVERS } from '../databases/servers.js';
 import { intervalMs, nextRun } from './schedule.js';
 import { Digest, openArtifact, Seal, storedChecksum } from './artifact.js';
-import { compareContents, describeContents, TOOLS, type Contents, type ToolContext } from './engines.js';
+import { compareContents, describeContents, redisReplicate, TOOLS, type Contents, type ToolContext } from './engines.js';
 import type { Destination, Destinations } from './destinations.js';
 import { s3Error } from './s3.js';
 import { BACKUP_LABEL, keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
@@ -147,6 +147,26 @@ export class BackupWorker implements DatabaseRestorer {
           });
       }
     }
+    for (const r of await repos.backups.restoresWithStatus(['pending'])) {
+      if (this.stopped || this.busy.size >= this.o.concurrency) return;
+      const key = `${r.database_id}:restore-${r.id}`;
+      if (this.busy.has(key)) continue;
+      const safety = await repos.backups.byId(r.safety_backup_id);
+      if (safety !== undefined && (safety.status === 'pending' || safety.status === 'running')) continue;
+      if (safety?.status !== 'succeeded') {
+        // no safety backup, no restore: nothing was changed
+        await repos.backups.updateRestore(r.id, 'pending', { status: 'failed', step: null, error: `The safety backup ${r.safety_backup_id} ${safety === undefined ? 'is gone' : `failed (${safety.error ?? 'no reason given'})`}; nothing was restored and the database was not changed.`, finished_at: iso(this.o.clock.now()) });
+        continue;
+      }
+      if ([...this.busy.keys()].some((id) => id.startsWith(`${r.database_id}:`))) continue;
+      const job = this.restoreInPlace(r)
+        .catch((err: unknown) => { this.o.log.error({ err, restore: r.id }, 'backup worker: unexpected failure of a restore'); })
+        .finally(() => {
+          this.busy.delete(key);
+          this.wake();
+        });
+      this.busy.set(key, job);
+    }
     for (const b of await repos.backups.withStatus(['pending'])) {
       if (this.stopped || this.busy.size >= this.o.concurrency) return;
       if (this.busy.has(b.id) || [...this.busy.keys()].some((id) => id.startsWith(`${b.database_id}:`))) continue;
@@ -171,6 +191,9 @@ export class BackupWorker implements DatabaseRestorer {
       await repos.backups.update(b.id, 'running', { status: 'failed', error: 'Slipway stopped while this backup ran; it was not finished. Take another one.', finished_at: iso(clock.now()) });
     }
     await repos.backups.failRunningVerifications('Slipway stopped while this verification ran; it was not finished.');
+    for (const r of await repos.backups.restoresWithStatus(['restoring'])) {
+      await repos.backups.updateRestore(r.id, 'restoring', { status: 'failed', step: null, error: `Slipway stopped while this restore ran; the database may hold part of it. The safety backup ${r.safety_backup_id} holds what it held before.`, finished_at: iso(clock.now()) });
+    }
     try {
       for (const c of await runtime.list({ labels })) {
         if (c.labels[BACKUP_LABEL] !== undefined) await runtime.remove(c.id);
@@ -322,7 +345,8 @@ export class BackupWorker implements DatabaseRestorer {
   /** Retention by count and by age at one destination; the newest succeeded backup is always kept. */
   private async prune(db: DatabaseRow, policy: BackupPolicyRow, destination: string): Promise<void> {
     const { repos, clock } = this.o;
-    const kept = await repos.backups.succeeded(db.id, destination);
+    // safety backups (taken before an in-place restore) are kept until deleted by hand
+    const kept = (await repos.backups.succeeded(db.id, destination)).filter((x) => x.trigger !== 'safety');
     const oldest = policy.keep_days === null ? null : clock.now().getTime() - policy.keep_days * 86_400_000;
     for (const [i, x] of kept.entries()) {
       if (i === 0) continue;
@@ -443,12 +467,40 @@ export class BackupWorker implements DatabaseRestorer {
     if (!(await repos.backups.updateVerify(b.id, 'pending', { verify_status: 'running', verify_error: null }))) return;
     const started = clock.now().getTime();
     const name = `slipway-verify-${b.id}`;
-    const labels = { ...this.o.labels, [BACKUP_LABEL]: `verify-${b.id}` };
     try {
       const db = await repos.databases.byId(b.database_id);
-      const ws = db === undefined ? undefined : await repos.workspaces.byId(db.workspace_id);
-      if (db === undefined || ws === undefined || b.manifest === null) throw new Error('the database or its manifest is gone.');
+      if (db === undefined || b.manifest === null) throw new Error('the database or its manifest is gone.');
       const manifest = JSON.parse(b.manifest) as Manifest;
+      const { direct } = await this.scratch(db, b, manifest, name, `verify-${b.id}`);
+      const differences = compareContents(manifest.contents, await TOOLS[db.type as DatabaseType].count(direct));
+      if (differences.length > 0) throw new Error(`the restored copy does not hold what the manifest says: ${differences.join('; ')}.`);
+      const seconds = Math.round((clock.now().getTime() - started) / 100) / 10;
+      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'succeeded', verified_at: iso(clock.now()), restore_seconds: seconds, verify_error: null });
+      this.o.log.info({ backup: b.id, database: db.id, seconds }, `backup verified: ${describeContents(manifest.contents)} restored into a scratch server`);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'failed', verify_error: message });
+      this.o.log.warn({ backup: b.id, error: message }, 'backup verification failed');
+      const db = await repos.databases.byId(b.database_id);
+      const p = db === undefined ? undefined : await repos.backups.policy(db.id);
+      if (db !== undefined && p !== undefined) await this.raise(db, p, `The verification of backup ${b.id} failed: ${message}`);
+    } finally {
+      await runtime.remove(name).catch(() => undefined);
+      await runtime.removeVolume(name).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A scratch server of the backup's engine and image named `name` (capped CPU and memory, on the
+   * workspace's network), the backup restored into it: where Slipway and the workspace's network
+   * reach it. The caller removes the container and the volume of that name.
+   */
+  private async scratch(db: DatabaseRow, b: BackupRow, manifest: Manifest, name: string, taskId: string): Promise<{ direct: DatabaseAddress; inside: DatabaseAddress }> {
+    const { runtime } = this.o;
+    const labels = { ...this.o.labels, [BACKUP_LABEL]: taskId };
+    const ws = await this.o.repos.workspaces.byId(db.workspace_id);
+    if (ws === undefined) throw new Error('its workspace no longer exists.');
+    {
       const type = db.type as DatabaseType;
       const tools = TOOLS[type];
       const server = SERVERS[type];
@@ -457,7 +509,7 @@ export class BackupWorker implements DatabaseRestorer {
       const inside: DatabaseAddress = { type, host: name, port: DEFAULT_PORTS[type], username: db.username, password, databaseName: db.database_name };
       await runtime.ensureVolume({ name, workspace: ws.id, labels });
       const at = { image: manifest.image, volume: name, network };
-      if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, `verify-${b.id}`, { ...at, server: inside, direct: inside }), await this.plain(b, manifest));
+      if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct: inside }), await this.plain(b, manifest));
       const info = await runtime.run({
         name,
         image: manifest.image,
@@ -478,22 +530,8 @@ export class BackupWorker implements DatabaseRestorer {
       const direct: DatabaseAddress =
         this.o.upstreamMode === 'published' && info.hostPort !== null ? { ...inside, host: '127.0.0.1', port: info.hostPort } : { ...inside, host: info.networkAddress ?? name };
       await this.waitForLogin(direct, name);
-      if (tools.restoreWhen === 'after-ready') await tools.restore(this.tool(db, `verify-${b.id}`, { ...at, server: inside, direct }), await this.plain(b, manifest));
-      const differences = compareContents(manifest.contents, await tools.count(direct));
-      if (differences.length > 0) throw new Error(`the restored copy does not hold what the manifest says: ${differences.join('; ')}.`);
-      const seconds = Math.round((clock.now().getTime() - started) / 100) / 10;
-      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'succeeded', verified_at: iso(clock.now()), restore_seconds: seconds, verify_error: null });
-      this.o.log.info({ backup: b.id, database: db.id, seconds }, `backup verified: ${describeContents(manifest.contents)} restored into a scratch server`);
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      await repos.backups.updateVerify(b.id, 'running', { verify_status: 'failed', verify_error: message });
-      this.o.log.warn({ backup: b.id, error: message }, 'backup verification failed');
-      const db = await repos.databases.byId(b.database_id);
-      const p = db === undefined ? undefined : await repos.backups.policy(db.id);
-      if (db !== undefined && p !== undefined) await this.raise(db, p, `The verification of backup ${b.id} failed: ${message}`);
-    } finally {
-      await runtime.remove(name).catch(() => undefined);
-      await runtime.removeVolume(name).catch(() => undefined);
+      if (tools.restoreWhen === 'after-ready') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct }), await this.plain(b, manifest));
+      return { direct, inside };
     }
   }
 
@@ -543,6 +581,58 @@ export class BackupWorker implements DatabaseRestorer {
       timeoutMs: this.o.taskTimeoutMs,
       signal: this.abort.signal,
     };
+  }
+
+  // --- in-place restores ----------------------------------------------------------------------
+
+  /**
+   * An in-place restore, once its safety backup has succeeded (docs/backups.md#in-place-restore):
+   * the backup replaces what the running server's database holds (Redis: by replication from a
+   * scratch server holding the backup), then the counts are compared with the manifest.
+   */
+  private async restoreInPlace(r: RestoreRow): Promise<void> {
+    const { repos, clock, runtime } = this.o;
+    const started = clock.now();
+    if (!(await repos.backups.updateRestore(r.id, 'pending', { status: 'restoring', started_at: iso(started), step: `Restoring backup ${r.backup_id}.` }))) return;
+    const step = async (text: string) => { await repos.backups.updateRestore(r.id, 'restoring', { step: text }); };
+    const scratchName = `slipway-restore-${r.id}`;
+    let db: DatabaseRow | undefined;
+    try {
+      db = await repos.databases.byId(r.database_id);
+      if (db === undefined) throw new Error('the database no longer exists.');
+      if (db.status !== 'running') throw new Error(`the database is ${db.status}; nothing was changed.`);
+      const backup = await repos.backups.byId(r.backup_id);
+      if (backup === undefined || backup.workspace_id !== db.workspace_id || backup.status !== 'succeeded' || backup.manifest === null) throw new Error(`the backup ${r.backup_id} is gone or did not succeed; nothing was changed.`);
+      const manifest = JSON.parse(backup.manifest) as Manifest;
+      const tools = TOOLS[db.type as DatabaseType];
+      const ctx = await this.context(db, `restore-${r.id}`);
+      if (tools.replace !== undefined) {
+        await step(`Replacing the database's contents with backup ${backup.id} (${describeContents(manifest.contents)}).`);
+        await tools.replace(ctx, await this.plain(backup, manifest));
+      } else {
+        await step(`Starting a scratch server holding backup ${backup.id} (${describeContents(manifest.contents)}).`);
+        const { inside } = await this.scratch(db, backup, manifest, scratchName, `restore-${r.id}`);
+        await step('Loading the backup into the database by replication from the scratch server.');
+        await redisReplicate(ctx.direct, inside, this.abort.signal);
+      }
+      await step('Comparing what the database holds with the manifest.');
+      const now = await tools.count(ctx.direct);
+      const differences = compareContents(manifest.contents, now);
+      if (differences.length > 0) throw new Error(`the database was restored, but it does not hold what the manifest says: ${differences.join('; ')}.`);
+      const seconds = ((clock.now().getTime() - started.getTime()) / 1000).toFixed(1);
+      const result = `${describeContents(now)}, as in the manifest of backup ${backup.id}; restored in ${seconds} s.`;
+      await repos.backups.updateRestore(r.id, 'restoring', { status: 'succeeded', step: null, result, finished_at: iso(clock.now()) });
+      await repos.databases.addEvent({ id: this.o.ids.id(), database_id: db.id, at: iso(clock.now()), message: `Restored in place from backup ${backup.id}: ${result} The safety backup ${r.safety_backup_id} holds what it held before.` }).catch(() => undefined);
+      this.o.log.info({ restore: r.id, database: db.id, backup: backup.id, seconds: Number(seconds) }, 'database restored in place');
+    } catch (err) {
+      const message = `${err instanceof Error ? err.message : String(err)} The safety backup ${r.safety_backup_id} holds what the database held before.`;
+      await repos.backups.updateRestore(r.id, 'restoring', { status: 'failed', step: null, error: message, finished_at: iso(clock.now()) });
+      if (db !== undefined) await repos.databases.addEvent({ id: this.o.ids.id(), database_id: db.id, at: iso(clock.now()), message: `The in-place restore ${r.id} failed: ${message}` }).catch(() => undefined);
+      this.o.log.warn({ restore: r.id, database: r.database_id, error: message }, 'in-place restore failed');
+    } finally {
+      await runtime.remove(scratchName).catch(() => undefined);
+      await runtime.removeVolume(scratchName).catch(() => undefined);
+    }
   }
 
   // --- restores into a new database (DatabaseRestorer) -----------------------------------------

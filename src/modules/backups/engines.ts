@@ -50,6 +50,12 @@ export interface EngineTools {
   restore(ctx: ToolContext, source: Readable): Promise<void>;
   /** what the server holds now, in the manifest's terms */
   count(direct: DatabaseAddress): Promise<Contents>;
+  /**
+   * An in-place restore: what the running server's database holds is replaced by the dump, and
+   * nothing else is left (docs/backups.md#in-place-restore). Absent (Redis): the worker replaces
+   * the data set through replication from a scratch server.
+   */
+  replace?(ctx: ToolContext, source: Readable): Promise<void>;
 }
 
 /** The most tables (collections) a manifest lists; past it a backup fails, said so. */
@@ -171,6 +177,29 @@ export const postgresql: EngineTools = {
     );
     checkTask('pg_restore', r);
   },
+  async replace(ctx, source) {
+    const s = ctx.server;
+    // every schema of the database dropped, then the dump: one transaction, all of it or nothing
+    const drop = [
+      "DO $$ DECLARE s text; BEGIN FOR s IN SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' LOOP EXECUTE format('DROP SCHEMA %I CASCADE', s); END LOOP; END $$;",
+      'CREATE SCHEMA public;',
+    ].join('\n');
+    const r = await task(
+      ctx,
+      sh(
+        ['IFS= read -r PGPASSWORD', 'export PGPASSWORD', '{ printf "%s\\n" "$5"; pg_restore --no-owner --no-privileges --clean --if-exists --file=- || printf "%s\\n" "$6"; } | psql --quiet --no-psqlrc --single-transaction --set=ON_ERROR_STOP=1 ' + pgTarget + ' >/dev/null'],
+        s.host,
+        String(s.port),
+        s.username,
+        s.databaseName,
+        drop,
+        // a dump that cannot be read to its end: psql meets an error, and the transaction is rolled back
+        "DO $$ BEGIN RAISE EXCEPTION 'pg_restore could not read the dump to its end; nothing was changed'; END $$;",
+      ),
+      { stdin: withPassword(s.password, source) },
+    );
+    checkTask('pg_restore into psql', r);
+  },
   async count(direct) {
     const c = await pgClient(direct);
     try {
@@ -226,6 +255,18 @@ export const mysql: EngineTools = {
       { stdin: withPassword(s.password, source) },
     );
     checkTask('the mysql client', r);
+  },
+  async replace(ctx, source) {
+    // the database's tables and views dropped first (MySQL's DDL is not transactional), then the dump
+    const conn = await mysqlConnect(ctx.direct);
+    try {
+      const [rows] = (await conn.query('SELECT table_name AS name, table_type AS type FROM information_schema.tables WHERE table_schema = DATABASE()')) as unknown as [{ name: string; type: string }[]];
+      await conn.query('SET FOREIGN_KEY_CHECKS = 0');
+      for (const t of rows) await conn.query(`DROP ${t.type === 'VIEW' ? 'VIEW' : 'TABLE'} IF EXISTS \`${t.name.replace(/`/g, '``')}\``);
+    } finally {
+      await conn.end().catch(() => undefined);
+    }
+    await mysql.restore(ctx, source);
   },
   async count(direct) {
     const conn = await mysqlConnect(direct);
@@ -339,6 +380,34 @@ export const redis: EngineTools = {
   },
 };
 
+/** How long the live server may take to load a scratch server's data set by replication. */
+const REPLICATION_WAIT_MS = 10 * 60_000;
+
+/**
+ * An in-place restore of Redis without a restart (docs/backups.md#in-place-restore): the live
+ * server becomes a replica of `source` (a scratch server holding the backup, reached on the
+ * workspace's network), loads its data set by a full resynchronization, and is made a primary
+ * again. Whatever happens, it is a primary again at the end, without the scratch server's password.
+ */
+export async function redisReplicate(live: DatabaseAddress, source: { host: string; port: number; password: string }, signal: AbortSignal): Promise<void> {
+  const c = await redisClient(live);
+  try {
+    await c.call('CONFIG', 'SET', 'masterauth', source.password);
+    await c.call('REPLICAOF', source.host, String(source.port));
+    const deadline = Date.now() + REPLICATION_WAIT_MS;
+    for (;;) {
+      await pause(300, signal);
+      const info = await c.info('replication');
+      if (infoField(info, 'master_link_status') === 'up' && infoField(info, 'master_sync_in_progress') === '0') break;
+      if (Date.now() > deadline) throw new Error(`the server did not load the backup's data set in time (link ${infoField(info, 'master_link_status') ?? 'unknown'}).`);
+    }
+  } finally {
+    await c.call('REPLICAOF', 'NO', 'ONE').catch(() => undefined);
+    await c.call('CONFIG', 'SET', 'masterauth', '').catch(() => undefined);
+    c.disconnect();
+  }
+}
+
 // --- MongoDB (the official tools' documented contract; not run on these machines: docs/backups.md#mongodb) ---
 
 const mongoConf = ['IFS= read -r pw', 'printf "password: \\"%s\\"\\n" "$pw" > /tmp/slipway.yaml', 'unset pw'];
@@ -365,6 +434,10 @@ export const mongo: EngineTools = {
       { stdin: withPassword(s.password, source) },
     );
     checkTask('mongorestore', r);
+  },
+  async replace(ctx, source) {
+    // --drop replaces each collection of the dump; collections the dump does not have are left (docs/backups.md#mongodb)
+    await mongo.restore(ctx, source);
   },
   async count(direct) {
     const { MongoClient } = await import('mongodb');

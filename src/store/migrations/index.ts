@@ -16,6 +16,7 @@ import * as m20261129T000000 from './2026-11-29T000000-billing.js';
 import * as m20261130T000000 from './2026-11-30T000000-uptime.js';
 import * as m20261201T000000 from './2026-12-01T000000-consent.js';
 import * as m20261207T000000 from './2026-12-07T000000-backups.js';
+import * as m20261207T120000 from './2026-12-07T120000-restores.js';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -42,6 +43,7 @@ const ALL: Record<string, DialectMigration> = {
   '2026-11-30T000000-uptime': m20261130T000000,
   '2026-12-01T000000-consent': m20261201T000000,
   '2026-12-07T000000-backups': m20261207T000000,
+  '2026-12-07T120000-restores': m20261207T120000,
 };
 
 export function migrationProvider(dialect: Dialect): MigrationProvider {

@@ -1,10 +1,11 @@
 import { orDuplicate, toNumber } from '../dialects.js';
-import type { BackupDestinationsTable, BackupPoliciesTable, BackupsTable } from '../tables/backups.js';
+import type { BackupDestinationsTable, BackupPoliciesTable, BackupsTable, RestoresTable } from '../tables/backups.js';
 import { Repository } from './repository.js';
 
 export type BackupRow = BackupsTable;
 export type BackupPolicyRow = BackupPoliciesTable;
 export type BackupDestinationRow = BackupDestinationsTable;
+export type RestoreRow = RestoresTable;
 
 /** PostgreSQL returns bigint as text: every row leaves here with numbers. */
 const row = (r: BackupRow): BackupRow => ({ ...r, size: r.size === null ? null : toNumber(r.size) });
@@ -149,5 +150,36 @@ export class BackupRepository extends Repository {
     const p = await this.db.selectFrom('backup_policies').select((eb) => eb.fn.countAll().as('n')).where('destination', '=', id).executeTakeFirstOrThrow();
     const b = await this.db.selectFrom('backups').select((eb) => eb.fn.countAll().as('n')).where('destination', '=', id).executeTakeFirstOrThrow();
     return { policies: toNumber(p.n), backups: toNumber(b.n) };
+  }
+
+  // --- in-place restores ---------------------------------------------------------------------
+
+  insertRestore(r: RestoreRow): Promise<unknown> {
+    return this.db.insertInto('restores').values(r).execute();
+  }
+
+  restore(id: string): Promise<RestoreRow | undefined> {
+    return this.db.selectFrom('restores').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** The database's restores, newest first. */
+  restoresOf(databaseId: string, limit = 100): Promise<RestoreRow[]> {
+    return this.db.selectFrom('restores').selectAll().where('database_id', '=', databaseId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  }
+
+  /** Restores in one of `statuses`, oldest first (the worker's work). */
+  restoresWithStatus(statuses: readonly string[]): Promise<RestoreRow[]> {
+    return this.db.selectFrom('restores').selectAll().where('status', 'in', [...statuses]).orderBy('created_at').orderBy('id').execute();
+  }
+
+  /** A pending or restoring restore of the database, if any. */
+  activeRestore(databaseId: string): Promise<RestoreRow | undefined> {
+    return this.db.selectFrom('restores').selectAll().where('database_id', '=', databaseId).where('status', 'in', ['pending', 'restoring']).executeTakeFirst();
+  }
+
+  /** Changes the restore only while its status is still `from`: true when it did. */
+  async updateRestore(id: string, from: string, patch: Partial<Omit<RestoreRow, 'id' | 'workspace_id' | 'database_id'>>): Promise<boolean> {
+    const r = await this.db.updateTable('restores').set(patch).where('id', '=', id).where('status', '=', from).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 }

@@ -91,7 +91,7 @@ export type { DeploymentChanges } from './deploy-queue.js';
 export type { DeploymentRow } from '../schema.js';
 export type { RoutableDeployment } from './deployments.js';
 export type { DatabaseEventRow, DatabaseRow } from './databases.js';
-export type { BackupDestinationRow, BackupPolicyRow, BackupRow } from './backups.js';
+export type { BackupDestinationRow, BackupPolicyRow, BackupRow, RestoreRow } from './backups.js';
 export type { DomainRow } from './domains.js';
 export type { EnvVarRow } from './env.js';
 export type { GitConnectionChanges, GitConnectionRow } from './git-connections.js';

@@ -76,7 +76,30 @@ export interface BackupDestinationsTable {
   updated_at: string;
 }
 
+/** An in-place restore of a managed database (docs/backups.md#in-place-restore). */
+export interface RestoresTable {
+  id: string;
+  workspace_id: string;
+  database_id: string;
+  /** the backup restored (kept when the backup is deleted later) */
+  backup_id: string;
+  /** the backup taken first (trigger `safety`) */
+  safety_backup_id: string;
+  /** pending (its safety backup runs) | restoring | succeeded | failed */
+  status: string;
+  /** what it is doing now, in words */
+  step: string | null;
+  /** how it ended: the counts compared with the manifest */
+  result: string | null;
+  error: string | null;
+  requested_by: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
 export interface BackupsTables {
+  restores: RestoresTable;
   backup_destinations: BackupDestinationsTable;
   backups: BackupsTable;
   backup_policies: BackupPoliciesTable;
