@@ -153,4 +153,40 @@ withSettings(
   }
 });
 
+withSettings(
+  admin
+    .command('backup')
+    .description("write one archive of the control plane (the store, the runtime logs, the secret key), sealed with a passphrase; safe while the server runs (docs/operations.md#disaster-recovery)")
+    .requiredOption('--out <file>', 'the archive to write (mode 0600; it appears only once complete)')
+    .requiredOption('--passphrase-file <file>', 'a file holding the passphrase (12 characters or more; keep it apart from the archive)'),
+).action(async (opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const { backupControlPlane } = await import('./app/admin/control-plane.js');
+    const r = await backupControlPlane(config, { out: String(opts['out']), passphraseFile: String(opts['passphraseFile']) });
+    const c = r.manifest.counts;
+    process.stderr.write(`Wrote ${String(opts['out'])} (${String(r.bytes)} bytes): the ${r.manifest.store} store with ${String(c['workspaces'])} workspaces, ${String(c['users'])} users, ${String(c['api_keys'])} API keys, ${String(c['projects'])} projects, ${String(c['databases'])} databases; ${r.manifest.entries.join(', ')}.\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
+withSettings(
+  admin
+    .command('restore')
+    .description('restore an archive of `slipway admin backup` into a new data dir (and, for a PostgreSQL store, the empty database --database-url names), then check it against its manifest')
+    .argument('<file>', 'the archive')
+    .requiredOption('--passphrase-file <file>', 'the file holding the passphrase it was sealed with'),
+).action(async (file: string, opts: Record<string, unknown>) => {
+  try {
+    const config = resolveConfig(rawSettings(opts), process.env);
+    const { restoreControlPlane } = await import('./app/admin/control-plane.js');
+    const r = await restoreControlPlane(config, { file, passphraseFile: String(opts['passphraseFile']) });
+    const c = r.counts;
+    process.stderr.write(`Restored the ${r.manifest.store} store of ${r.manifest.created_at} into ${config.dataDir}: ${String(c['workspaces'])} workspaces, ${String(c['users'])} users, ${String(c['api_keys'])} API keys, ${String(c['projects'])} projects, ${String(c['databases'])} databases, as in the archive's manifest. Start it with: slipway serve --data-dir ${config.dataDir}\n`);
+  } catch (err) {
+    fail(err);
+  }
+});
+
 await program.parseAsync(process.argv);
