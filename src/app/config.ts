@@ -204,6 +204,7 @@ export const SETTINGS = [
   { flag: 'price-vcpu-minute', env: 'SLIPWAY_PRICE_VCPU_MINUTE', def: '0.000463', help: 'price of one vCPU for one minute, in major units of --currency (up to nine decimals); a project pays replicas × cpu of it every minute it runs' },
   { flag: 'price-gib-minute', env: 'SLIPWAY_PRICE_GIB_MINUTE', def: '0.000231', help: 'price of one GiB of memory for one minute (replicas × ram of a project)' },
   { flag: 'price-database-gib-minute', env: 'SLIPWAY_PRICE_DATABASE_GIB_MINUTE', def: '0.000231', help: 'price of one GiB of a managed database\'s memory (--database-memory) for one minute' },
+  { flag: 'price-backup-gib-month', env: 'SLIPWAY_PRICE_BACKUP_GIB_MONTH', def: '0.023', help: 'price of one GiB of stored database backups (their artifacts at rest, at every destination) for a month of 30 days, charged by the minute' },
   { flag: 'billing-grace', env: 'SLIPWAY_BILLING_GRACE', def: '86400', help: 'seconds a workspace\'s running work goes on once its wallet is empty (its owners are warned); then it is stopped and marked suspended until a top-up' },
   { flag: 'topup-min', env: 'SLIPWAY_TOPUP_MIN', def: '100', help: 'smallest top-up, in minor units of --currency (100 = 1.00)' },
   { flag: 'topup-max', env: 'SLIPWAY_TOPUP_MAX', def: '1000000', help: 'largest top-up, in minor units (1000000 = 10,000.00)' },
@@ -372,7 +373,7 @@ export function resolveConfig(flags: RawSettings, env: NodeJS.ProcessEnv, cwd = 
     const topupMax = wholeNumber('topup-max', 1, 1_000_000_000_000);
     if (topupMin > topupMax) problems.push(`${where('topup-min')} must not exceed ${where('topup-max')}.`);
     return {
-      prices: { vcpuMinute: price('price-vcpu-minute'), gibMinute: price('price-gib-minute'), databaseGibMinute: price('price-database-gib-minute') },
+      prices: { vcpuMinute: price('price-vcpu-minute'), gibMinute: price('price-gib-minute'), databaseGibMinute: price('price-database-gib-minute'), backupGibMonth: price('price-backup-gib-month') },
       graceMs: wholeNumber('billing-grace', 0, 365 * 86400) * 1000,
       topupMin,
       topupMax,

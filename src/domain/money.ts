@@ -95,16 +95,24 @@ export interface Prices {
   vcpuMinute: bigint;
   gibMinute: bigint;
   databaseGibMinute: bigint;
+  /** one GiB of stored backup artifacts for a month of 30 days (docs/backups.md#metering) */
+  backupGibMonth: bigint;
 }
 
 /** What a running resource is charged for, per minute. */
 export type Meterable =
   | { kind: 'project' | 'template'; replicas: number; vcpuMilli: number; ramMilli: number }
-  | { kind: 'database'; memoryMb: number };
+  | { kind: 'database'; memoryMb: number }
+  | { kind: 'backups'; storedMib: number };
+
+/** The minutes of the 30-day month a storage price is quoted for. */
+const MONTH_MINUTES = 30n * 24n * 60n;
 
 /** The charge of one minute of `r`, in q (see the top of this file). */
 export function rateQ(r: Meterable, prices: Prices): bigint {
   if (r.kind === 'database') return BigInt(r.memoryMb) * prices.databaseGibMinute * 1000n;
+  // MiB × nanos per GiB-month: a MiB is 1/1024 GiB and a q is 1/1,024,000,000 micro (1/1,024,000 nano)
+  if (r.kind === 'backups') return (BigInt(r.storedMib) * prices.backupGibMonth * 1000n) / MONTH_MINUTES;
   return BigInt(r.replicas) * (BigInt(r.vcpuMilli) * prices.vcpuMinute + BigInt(r.ramMilli) * prices.gibMinute) * 1024n;
 }
 

@@ -5,6 +5,7 @@
 // engine's side is test/e2e/billing-engine.test.ts; the real gateways' is billing-gateways.test.ts.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BillingRepository } from '../../src/store/repositories/billing.js';
+import { DEFAULT_BILLING_POLICY } from '../../src/modules/billing/policy.js';
 import type { EngineContainer } from '../../src/modules/billing/meter.js';
 import { billingWorker, money, runningDatabase, runningProject, setClock } from '../factories/billing.js';
 import { makeWorkspace, startTestServer, type TestServer, type TestWorkspace } from '../factories/harness.js';
@@ -115,6 +116,55 @@ describe.each(STORE_KINDS)('billing on %s', (kind) => {
         const bad = await s.request('GET', `/api/workspaces/${w.slug}/wallet/transactions?${q}`, { key: w.owner.key });
         expect(bad.status, q).toBe(400);
       }
+    });
+  });
+
+  describe('stored backups', () => {
+    let s: TestServer;
+    let w: TestWorkspace;
+    let databaseId: string;
+    const MIB = 1024 * 1024;
+    beforeAll(async () => {
+      // 43.2 a GiB-month: 1,000 micro-units a GiB-minute (43.2 / 43,200 minutes of a 30-day month)
+      s = await startTestServer(kind, { platform: { billing: { prices: { ...DEFAULT_BILLING_POLICY.prices, backupGibMonth: 43_200_000_000n } } } });
+      setClock(s, '2027-03-10T10:00:30.000Z');
+      w = await makeWorkspace(s);
+      databaseId = await runningDatabase(s, w.id, DATABASE_MB);
+      // stopped: its server costs nothing, its backups are still kept
+      await s.store.db.updateTable('databases').set({ status: 'stopped' }).where('id', '=', databaseId).execute();
+      const at = s.clock.now().toISOString();
+      for (const [status, size] of [['succeeded', 512 * MIB], ['succeeded', 512 * MIB], ['failed', null]] as const) {
+        const id = s.deps.ids.id();
+        await s.store.repos.backups.insert({
+          id, workspace_id: w.id, database_id: databaseId, status, trigger: 'manual', destination: 'local', object_key: `${w.id}/${databaseId}/${id}.slwb`,
+          size, checksum: null, manifest: null, started_at: at, finished_at: at, verified_at: null, restore_seconds: null, verify_status: null, verify_error: null, error: null, requested_by: null, created_at: at,
+        });
+      }
+    });
+    afterAll(async () => s.close());
+
+    it('charges the bytes of succeeded backups by the minute at the GiB-month price, in the usage and the ledger, and stops when they are deleted', async () => {
+      const { worker } = billingWorker(s);
+      // 61 passes a minute apart: 10:00 to 11:00 metered, hour 10 posted
+      for (let i = 0; i < 61; i++) {
+        if (i > 0) s.clock.advance(MINUTE);
+        await worker.pass();
+      }
+      const m = await money(s, w.id);
+      expect(m.balance).toBe(5_000_000 - 60 * 1_000);
+      expect(m.unbilled).toBe(1_000);
+      const tx = await s.request<{ transactions: Transaction[] }>('GET', `/api/workspaces/${w.slug}/wallet/transactions?page=1&limit=10`, { key: w.admin.key });
+      expect(tx.body.data?.transactions.map((t) => [t.type, t.amount, t.description])[0]).toEqual(['usage', -6, 'Usage 2027-03-10 10:00 to 11:00 UTC, 1 resource']);
+      const usage = await s.request<Usage>('GET', `/api/workspaces/${w.slug}/wallet/usage`, { key: w.member.key });
+      expect(usage.body.data?.resources).toEqual([expect.objectContaining({ resource_id: `backups:${databaseId}`, resource_kind: 'backups', minutes: 61, cost: 6.1 })]);
+
+      // deleted: nothing more is charged
+      await s.store.db.deleteFrom('backups').where('database_id', '=', databaseId).execute();
+      for (let i = 0; i < 10; i++) {
+        s.clock.advance(MINUTE);
+        await worker.pass();
+      }
+      expect((await money(s, w.id)).unbilled).toBe(1_000);
     });
   });
 

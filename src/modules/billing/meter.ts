@@ -60,12 +60,17 @@ interface Metered {
   id: string;
   resource_id: string;
   workspace_id: string;
-  kind: 'project' | 'template' | 'database';
+  kind: 'project' | 'template' | 'database' | 'backups';
   name: string;
   vcpuMilli: number;
   ramMilli: number;
   memoryMb: number;
+  /** the backups' stored MiB (kind `backups`) */
+  storedMib: number;
 }
+
+/** The storage meter of a database's backups: its key among the meters and its resource in the usage. */
+export const backupsResource = (databaseId: string): string => `backups:${databaseId}`;
 
 /** The RFC 3339 start of the hour of epoch minute `m`. */
 const hourOf = (m: number): string => iso(new Date(Math.floor(m / 60) * 60 * MINUTE_MS));
@@ -77,7 +82,8 @@ const IDLE_METER_KEEP_MINUTES = 60;
 export const meterable = (r: RunningResource): Meterable =>
   r.kind === 'database' ? { kind: 'database', memoryMb: r.memory_mb } : { kind: r.kind, replicas: r.replicas, vcpuMilli: thousandths(r.cpu), ramMilli: thousandths(r.ram) };
 
-const meterableOf = (c: Metered): Meterable => (c.kind === 'database' ? { kind: 'database', memoryMb: c.memoryMb } : { kind: c.kind, replicas: 1, vcpuMilli: c.vcpuMilli, ramMilli: c.ramMilli });
+const meterableOf = (c: Metered): Meterable =>
+  c.kind === 'database' ? { kind: 'database', memoryMb: c.memoryMb } : c.kind === 'backups' ? { kind: 'backups', storedMib: c.storedMib } : { kind: c.kind, replicas: 1, vcpuMilli: c.vcpuMilli, ramMilli: c.ramMilli };
 
 /**
  * Usage metering (docs/billing.md#metering). What is charged is what the engine runs: every
@@ -127,6 +133,12 @@ export async function meterPass(metering: Metering, containers: readonly EngineC
       charged.add(c.id);
     }
   }
+  // Stored backups are charged like a container that runs while they are kept: by the minute, at their size now
+  for (const b of await store.repos.billing.storedBackups()) {
+    const id = backupsResource(b.database_id);
+    entry(b.workspace_id).charge.push({ c: { id, resource_id: id, workspace_id: b.workspace_id, kind: 'backups', name: `${b.name} (backups)`, vcpuMilli: 0, ramMilli: 0, memoryMb: 0, storedMib: Math.ceil(b.bytes / MIB) }, until: minute, running: true });
+    charged.add(id);
+  }
   // Meters of containers that stopped (or are gone) are marked idle: the minutes until they run again are not charged.
   for (const m of meters.values()) if (m.running && !charged.has(m.resource_id)) entry(m.workspace_id).idle.push(m);
 
@@ -166,6 +178,7 @@ function metered(c: EngineContainer, r: RunningResource): Metered {
     vcpuMilli: c.cpu === null ? thousandths(r.cpu === '' ? '0' : r.cpu) : Math.round(c.cpu * 1000),
     ramMilli: c.memoryBytes === null ? thousandths(r.ram === '' ? '0' : r.ram) : Math.round((c.memoryBytes / GIB) * 1000),
     memoryMb: c.memoryBytes === null ? r.memory_mb : Math.round(c.memoryBytes / MIB),
+    storedMib: 0,
   };
 }
 
@@ -218,7 +231,7 @@ function addUsage(accruals: Map<string, { hour: string; usage: Usage }>, hour: s
 }
 
 function usageOf(c: Metered, minutes: number, micros: number): Usage {
-  const project = c.kind !== 'database';
+  const project = c.kind === 'project' || c.kind === 'template';
   return {
     resource_id: c.resource_id,
     resource_kind: c.kind,
@@ -226,7 +239,7 @@ function usageOf(c: Metered, minutes: number, micros: number): Usage {
     minutes,
     vcpu_milli_minutes: project ? c.vcpuMilli * minutes : 0,
     ram_milli_minutes: project ? c.ramMilli * minutes : 0,
-    db_mib_minutes: project ? 0 : c.memoryMb * minutes,
+    db_mib_minutes: c.kind === 'database' ? c.memoryMb * minutes : 0,
     amount_micros: micros,
   };
 }

@@ -11,7 +11,7 @@ export interface BillingPolicy {
 }
 
 /** Near the hosted platforms' list prices: 0.000463 per vCPU-minute, 0.000231 per GiB-minute. */
-export const DEFAULT_PRICES = { vcpuMinute: '0.000463', gibMinute: '0.000231', databaseGibMinute: '0.000231' } as const;
+export const DEFAULT_PRICES = { vcpuMinute: '0.000463', gibMinute: '0.000231', databaseGibMinute: '0.000231', backupGibMonth: '0.023' } as const;
 
 const nanos = (text: string): bigint => {
   const n = decimalToNanos(text);
@@ -20,7 +20,7 @@ const nanos = (text: string): bigint => {
 };
 
 export const DEFAULT_BILLING_POLICY: BillingPolicy = {
-  prices: { vcpuMinute: nanos(DEFAULT_PRICES.vcpuMinute), gibMinute: nanos(DEFAULT_PRICES.gibMinute), databaseGibMinute: nanos(DEFAULT_PRICES.databaseGibMinute) },
+  prices: { vcpuMinute: nanos(DEFAULT_PRICES.vcpuMinute), gibMinute: nanos(DEFAULT_PRICES.gibMinute), databaseGibMinute: nanos(DEFAULT_PRICES.databaseGibMinute), backupGibMonth: nanos(DEFAULT_PRICES.backupGibMonth) },
   graceMs: 24 * 3_600_000,
   topupMin: 100,
   topupMax: 1_000_000,

@@ -101,7 +101,7 @@ export const listPayments = {
 export const UsageLine = Type.Object(
   {
     resource_id: Type.String(),
-    resource_kind: Type.String({ description: 'project, template or database' }),
+    resource_kind: Type.String({ description: 'project, template, database, or backups (the stored backups of a database, resource_id `backups:<database id>`)' }),
     name: Type.String(),
     minutes: Type.Integer(),
     quantities: Type.Object({ vcpu_minutes: Type.Number(), gib_minutes: Type.Number(), database_gib_minutes: Type.Number() }, { additionalProperties: false }),

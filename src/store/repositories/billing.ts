@@ -149,6 +149,21 @@ export class BillingRepository extends Repository {
     await this.db.deleteFrom('billing_meters').where('running', '=', 0).where('next_minute', '<=', minute).execute();
   }
 
+  /**
+   * The bytes of succeeded backups each database keeps (at every destination), for the storage
+   * meter (docs/backups.md#metering): its workspace and name beside them.
+   */
+  async storedBackups(): Promise<{ database_id: string; workspace_id: string; name: string; bytes: number }[]> {
+    const rows = await this.db
+      .selectFrom('backups')
+      .innerJoin('databases', 'databases.id', 'backups.database_id')
+      .select((eb) => ['backups.database_id as database_id', 'databases.workspace_id as workspace_id', 'databases.name as name', eb.fn.sum<string | number | null>('backups.size').as('bytes')])
+      .where('backups.status', '=', 'succeeded')
+      .groupBy(['backups.database_id', 'databases.workspace_id', 'databases.name'])
+      .execute();
+    return rows.map((r) => ({ database_id: r.database_id, workspace_id: r.workspace_id, name: r.name, bytes: toNumber(r.bytes ?? 0) })).filter((r) => r.bytes > 0);
+  }
+
   /** Adds metered minutes to the workspace's accruals, one per resource and hour (at most one row of each in `rows`), in one statement. */
   async accrue(workspaceId: string, rows: readonly { hour: string; usage: Usage }[]): Promise<void> {
     // 500 rows of 10 values stay well inside both stores' limits on bound parameters
