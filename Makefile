@@ -110,7 +110,7 @@ bench-router: build native
 	@command -v wrk >/dev/null || (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk)
 	npx tsx bench/router.bench.ts
 
-.PHONY: bench-all bench-deploy bench-memory bench-api bench-writes bench-log-ingest bench-log-query bench-log-live bench-databases bench-metering bench-monitoring
+.PHONY: bench-all bench-deploy bench-memory bench-api bench-writes bench-log-ingest bench-log-query bench-log-live bench-databases bench-backups bench-metering bench-monitoring
 
 ## The whole platform's goals in one run (issue 28): deploy latency, memory with everything on (with the status,
 ## health and metrics reads' p99), the API's hot path and the sampler's writes over 2,000 resources; then each
@@ -167,6 +167,12 @@ bench-databases: build native
 	@bash scripts/ensure-docker.sh
 	@bash scripts/ensure-db-images.sh
 	npx tsx bench/databases.bench.ts
+
+## Backup and restore of 1 GiB of PostgreSQL rows through serve, beside pg_dump and pg_restore run by hand (goal: <= 1.2x each); the verification's time reported.
+bench-backups: build native
+	@bash scripts/ensure-docker.sh
+	@bash scripts/ensure-db-images.sh
+	npx tsx bench/backups.bench.ts
 
 ## One usage-metering pass over 1,000 running resources on SQLite and PostgreSQL, beside hand-written prepared statements (goal: <= 1 s on SQLite, <= 1 ledger row per workspace per hour).
 bench-metering: build native

@@ -5,7 +5,7 @@
 // by the official client; the download is the engine's own format; the roles, the other
 // workspace and the bad requests are refused with the envelope.
 // Uses Docker Engine: run under `flock /tmp/slipway-docker.lock`.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import mysql from 'mysql2/promise';
@@ -535,5 +535,14 @@ describe('database backups on the engine (sqlite)', () => {
     expect(keys).toContain(remoteKey(newer.id));
     expect(keys.filter((k) => k.includes(good.id))).toEqual([]);
     await noScratchLeft();
+
+    // the database deleted: its backup records go with it, and the sweep removes its local artifacts
+    await readFile(localFile(locals[1] ?? ''));
+    expect((await s.request('DELETE', `${base()}/${db.slug}`, { key: w.member.key })).status).toBe(202);
+    const gone = Date.now() + 30_000;
+    while (await readdir(join(dir, w.id, dbId)).then(() => true, () => false)) {
+      if (Date.now() > gone) throw new Error('the deleted database\'s artifacts are still there');
+      await new Promise((res) => setTimeout(res, 250));
+    }
   }, 300_000);
 });

@@ -117,6 +117,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       log: opts.log ?? quiet,
       pollMs: 200,
       alertsEveryMs: 200,
+      sweepEveryMs: 500,
     });
     backups.start();
     s.leader.backups.set(backups);

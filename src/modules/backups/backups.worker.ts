@@ -53,6 +53,8 @@ export interface BackupWorkerOptions {
   pollMs?: number;
   /** how often the alerts are looked at (default 30 s) */
   alertsEveryMs?: number;
+  /** how often the local destination is swept of artifacts no record names (default 10 min) */
+  sweepEveryMs?: number;
 }
 
 /**
@@ -68,13 +70,14 @@ export class BackupWorker implements DatabaseRestorer {
   private stopped = false;
   private readonly busy = new Map<string, Promise<void>>();
   private readonly abort = new AbortController();
-  private readonly o: Required<Pick<BackupWorkerOptions, 'concurrency' | 'taskTimeoutMs' | 'taskMemoryMb' | 'pollMs' | 'alertsEveryMs' | 'scratchReadyMs'>> & BackupWorkerOptions;
+  private readonly o: Required<Pick<BackupWorkerOptions, 'concurrency' | 'taskTimeoutMs' | 'taskMemoryMb' | 'pollMs' | 'alertsEveryMs' | 'scratchReadyMs' | 'sweepEveryMs'>> & BackupWorkerOptions;
   private recovered = false;
   private verifying: Promise<void> | null = null;
   private lastAlerts = 0;
+  private lastSweep = 0;
 
   constructor(o: BackupWorkerOptions) {
-    this.o = { concurrency: 2, taskTimeoutMs: 2 * 3600_000, taskMemoryMb: 512, pollMs: 2_000, alertsEveryMs: 30_000, scratchReadyMs: 120_000, ...o };
+    this.o = { concurrency: 2, taskTimeoutMs: 2 * 3600_000, taskMemoryMb: 512, pollMs: 2_000, alertsEveryMs: 30_000, scratchReadyMs: 120_000, sweepEveryMs: 600_000, ...o };
   }
 
   start(): void {
@@ -135,6 +138,10 @@ export class BackupWorker implements DatabaseRestorer {
     if (now - this.lastAlerts >= this.o.alertsEveryMs) {
       this.lastAlerts = now;
       await this.alerts();
+    }
+    if (now - this.lastSweep >= this.o.sweepEveryMs) {
+      this.lastSweep = now;
+      await this.sweep().catch((err: unknown) => { this.o.log.warn({ err }, 'backup worker: the sweep of the local destination failed; trying again later'); });
     }
     if (this.verifying === null) {
       const next = (await repos.backups.verifyQueue())[0];
@@ -203,6 +210,36 @@ export class BackupWorker implements DatabaseRestorer {
       }
     } catch (err) {
       this.o.log.warn({ err }, 'backup worker: cannot remove the tool containers a previous run left');
+    }
+  }
+
+  /**
+   * The local destination's artifacts that no backup record names (docs/backups.md#sweep): the
+   * directories of deleted databases (their records went with them), and, in the directories of
+   * databases that exist, files of no record older than an hour (a deletion that failed half-way).
+   */
+  private async sweep(): Promise<void> {
+    const { repos } = this.o;
+    const local = this.o.destinations.local;
+    const dirs = await local.databaseDirs();
+    if (dirs.length === 0) return;
+    const keys = await repos.backups.objectKeys();
+    const named = new Set([...keys].flatMap((k) => [k, manifestKey(k)]));
+    const databases = await repos.databases.ids();
+    const hourAgo = Date.now() - 3_600_000;
+    for (const { workspace, database } of dirs) {
+      if (this.stopped) return;
+      const files = await local.files(workspace, database);
+      if (!databases.has(database) && !files.some((f) => named.has(f.key))) {
+        await local.removeDatabaseDir(workspace, database);
+        this.o.log.info({ workspace, database, files: files.length }, 'backup sweep: removed the artifacts of a deleted database');
+        continue;
+      }
+      for (const f of files) {
+        if (named.has(f.key) || f.modifiedMs > hourAgo) continue;
+        await local.delete(f.key).catch(() => false);
+        this.o.log.info({ key: f.key }, 'backup sweep: removed an artifact no backup names');
+      }
     }
   }
 

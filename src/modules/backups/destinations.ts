@@ -87,6 +87,19 @@ export class LocalDestination implements Destination {
     return out;
   }
 
+  /** The files of one database directory with their age (the sweep's view). */
+  async files(workspace: string, database: string): Promise<{ key: string; modifiedMs: number }[]> {
+    const dir = join(this.root, workspace, database);
+    const out: { key: string; modifiedMs: number }[] = [];
+    for (const f of await readdir(dir).catch(() => [] as string[])) {
+      const key = `${workspace}/${database}/${f}`;
+      if (!KEY.test(key)) continue;
+      const st = await stat(join(dir, f)).catch(() => null);
+      if (st?.isFile() === true) out.push({ key, modifiedMs: st.mtimeMs });
+    }
+    return out;
+  }
+
   async removeDatabaseDir(workspace: string, database: string): Promise<void> {
     const dir = this.path(`${workspace}/${database}/x`).slice(0, -2);
     await rm(dir, { recursive: true, force: true });
