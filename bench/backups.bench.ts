@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
+import { spawn } from 'node:child_process';
 import { pipeline } from 'node:stream/promises';
 import Docker from 'dockerode';
 import { DEFAULT_PORTS, generatePassword, type DatabaseAddress } from '../src/domain/database.js';
@@ -36,23 +36,22 @@ interface Db {
   error: string | null;
 }
 
-/** Runs `cmd` in `container` with `env`; stdout to `out` (or discarded), stdin from `input`; fails on a non-zero exit. */
-async function exec(docker: Docker, container: string, cmd: string[], env: string[], io: { out?: string; input?: string } = {}): Promise<void> {
-  const e = await docker.getContainer(container).exec({ Cmd: cmd, Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: io.input !== undefined });
-  const stream = await e.start({ hijack: true, stdin: io.input !== undefined });
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
+/**
+ * `docker exec` of `cmd` in `container`, as a person runs it by hand: `env` given to the docker CLI
+ * by name only (`-e NAME`, the value from its environment, never on a command line); stdout to
+ * `out` (or discarded), stdin from `input`; fails on a non-zero exit.
+ */
+async function exec(container: string, cmd: string[], env: Record<string, string>, io: { out?: string; input?: string } = {}): Promise<void> {
+  const args = ['exec', ...(io.input === undefined ? [] : ['-i']), ...Object.keys(env).flatMap((k) => ['-e', k]), container, ...cmd];
+  const child = spawn('docker', args, { env: { ...process.env, ...env }, stdio: [io.input === undefined ? 'ignore' : 'pipe', io.out === undefined ? 'ignore' : 'pipe', 'pipe'] });
   let err = '';
-  stderr.on('data', (c: Buffer) => { err = (err + c.toString()).slice(-2000); });
-  docker.modem.demuxStream(stream, stdout, stderr);
-  const wrote = io.out === undefined ? new Promise<void>((r) => { stdout.resume(); stdout.on('end', r); }) : pipeline(stdout, createWriteStream(io.out));
-  if (io.input !== undefined) createReadStream(io.input).pipe(stream);
-  await new Promise<void>((resolve) => { stream.on('end', resolve); });
-  stdout.end();
-  stderr.end();
-  await wrote;
-  const info = await e.inspect();
-  if (info.ExitCode !== 0) throw new Error(`${cmd.join(' ')} exited ${String(info.ExitCode)}: ${err}`);
+  child.stderr?.on('data', (c: Buffer) => { err = (err + c.toString()).slice(-2000); });
+  const piping: Promise<void>[] = [];
+  if (io.input !== undefined && child.stdin !== null) piping.push(pipeline(createReadStream(io.input), child.stdin));
+  if (io.out !== undefined && child.stdout !== null) piping.push(pipeline(child.stdout, createWriteStream(io.out)));
+  const code = await new Promise<number>((resolve, reject) => { child.once('error', reject); child.once('close', (c) => { resolve(c ?? 1); }); });
+  await Promise.all(piping);
+  if (code !== 0) throw new Error(`${cmd.join(' ')} exited ${String(code)}: ${err}`);
 }
 
 async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 3_600_000): Promise<T> {
@@ -86,14 +85,14 @@ async function main(): Promise<void> {
       return d?.status === 'running' ? d : undefined;
     });
     const container = serverName(source.id);
-    const env = [`PGPASSWORD=${password}`];
+    const env = { PGPASSWORD: password };
     const target = ['-h', '127.0.0.1', '-U', source.username, '-d', source.database_name];
     // the data: rows of about 300 bytes until the table holds `gib` GiB
     const n = Math.round((gib * 1024 ** 3) / 330);
     const t0 = performance.now();
-    await exec(docker, container, ['psql', ...target, '-q', '-v', 'ON_ERROR_STOP=1', '-c', `create table items (id bigint primary key, v text not null); insert into items select g, repeat(md5(g::text), 8) from generate_series(1, ${String(n)}) g; analyze items;`], env);
+    await exec(container, ['psql', ...target, '-q', '-v', 'ON_ERROR_STOP=1', '-c', `create table items (id bigint primary key, v text not null); insert into items select g, repeat(md5(g::text), 8) from generate_series(1, ${String(n)}) g; analyze items;`], env);
     const sizeOut = join(work, 'size');
-    await exec(docker, container, ['psql', ...target, '-At', '-c', "select pg_database_size(current_database())"], env, { out: sizeOut });
+    await exec(container, ['psql', ...target, '-At', '-c', "select pg_database_size(current_database())"], env, { out: sizeOut });
     const dbBytes = Number(readFileSync(sizeOut, 'utf8').trim());
     console.log(JSON.stringify({ loaded_rows: n, database_bytes: dbBytes, seconds: round((performance.now() - t0) / 1000, 1) }));
 
@@ -108,7 +107,7 @@ async function main(): Promise<void> {
       // by hand: pg_dump in the server's container, to a file
       const dump = join(work, `by-hand-${String(r)}.dump`);
       let t = performance.now();
-      await exec(docker, container, ['pg_dump', '--format=custom', ...target], env, { out: dump });
+      await exec(container, ['pg_dump', '--format=custom', ...target], env, { out: dump });
       refBackup.push((performance.now() - t) / 1000);
       dumpBytes = statSync(dump).size;
 
@@ -141,7 +140,7 @@ async function main(): Promise<void> {
         await c.start();
         const hostPort = Number((await c.inspect()).NetworkSettings.Ports[port]?.[0]?.HostPort);
         await until('the reference server', async () => login({ ...address, port: hostPort }).then(() => true, () => undefined), 180_000);
-        await exec(docker, name, ['pg_restore', '--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', '-h', '127.0.0.1', '-U', 'slipway', '-d', 'bench'], [`PGPASSWORD=${pw}`], { input: dump });
+        await exec(name, ['pg_restore', '--no-owner', '--no-privileges', '--single-transaction', '--exit-on-error', '-h', '127.0.0.1', '-U', 'slipway', '-d', 'bench'], { PGPASSWORD: pw }, { input: dump });
         refRestore.push((performance.now() - t) / 1000);
       } finally {
         await c.remove({ force: true, v: true }).catch(() => undefined);

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { Digest, MAGIC, Open, Seal } from './artifact.js';
+import { Digest, digestOf, MAGIC, Open, Seal, storedChecksum } from './artifact.js';
 
 const key = randomBytes(32);
 
@@ -54,5 +54,14 @@ describe('backup artifacts', () => {
     expect(out.toString()).toBe('abcdef');
     expect(d.size).toBe(6);
     expect(d.hex()).toBe('bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721');
+  });
+
+  it('reads a stored artifact far larger than a stream buffer to its end for its checksum (the read-back of a large backup)', async () => {
+    const big = randomBytes(8 * 1024 * 1024 + 3);
+    const pieces: Buffer[] = [];
+    for (let i = 0; i < big.length; i += 64 * 1024) pieces.push(big.subarray(i, i + 64 * 1024));
+    const want = createHash('sha256').update(big).digest('hex');
+    expect(await digestOf(Readable.from(pieces))).toEqual({ size: big.length, hex: want });
+    expect(await storedChecksum(Readable.from(pieces))).toBe(want);
   });
 });

@@ -150,11 +150,20 @@ export class Digest extends Transform {
   }
 }
 
+/**
+ * The size and SHA-256 (hex) of a stream read in full. The digest is the pipeline's last stage,
+ * so its readable side is drained here: left unread, it would stop the read at its buffer's size.
+ */
+export async function digestOf(stream: Readable): Promise<{ size: number; hex: string }> {
+  const digest = new Digest();
+  digest.resume();
+  await pipeline(stream, digest);
+  return { size: digest.size, hex: digest.hex() };
+}
+
 /** The SHA-256 (hex) of a stored artifact, read in full. */
 export async function storedChecksum(stored: Readable): Promise<string> {
-  const digest = new Digest();
-  await pipeline(stored, digest);
-  return digest.hex();
+  return (await digestOf(stored)).hex;
 }
 
 /**

@@ -13,7 +13,7 @@ import { serverName } from '../databases/health.js';
 import { passwordContext } from '../databases/policy.js';
 import { login as realLogin, SERVERS } from '../databases/servers.js';
 import { intervalMs, nextRun } from './schedule.js';
-import { Digest, openArtifact, Seal, storedChecksum } from './artifact.js';
+import { Digest, digestOf, openArtifact, Seal, storedChecksum } from './artifact.js';
 import { compareContents, describeContents, redisReplicate, TOOLS, type Contents, type ToolContext } from './engines.js';
 import type { Destination, Destinations } from './destinations.js';
 import { s3Error } from './s3.js';
@@ -717,10 +717,9 @@ const address = (row: DatabaseRow, host: string, port: number, password = ''): D
 
 /** The stored object read back in full: its size and SHA-256 must be what was written. */
 async function readBack(d: Destination, key: string, size: number, checksum: string): Promise<void> {
-  const back = new Digest();
-  await pipeline(await d.get(key), back);
-  if (back.size !== size || back.hex() !== checksum) {
-    throw new Error(`the stored artifact does not match what was written (${String(back.size)} bytes, sha256 ${back.hex().slice(0, 12)}… where ${String(size)} bytes, ${checksum.slice(0, 12)}… were written).`);
+  const back = await digestOf(await d.get(key));
+  if (back.size !== size || back.hex !== checksum) {
+    throw new Error(`the stored artifact does not match what was written (${String(back.size)} bytes, sha256 ${back.hex.slice(0, 12)}… where ${String(size)} bytes, ${checksum.slice(0, 12)}… were written).`);
   }
 }
 
