@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_NETWORK_POOL, freeSubnet } from '../../src/adapters/runtime/docker/network-pool.js';
+import { readFile } from 'node:fs/promises';
+import { DEFAULT_NETWORK_POOL, freeSubnet, routedSubnets } from '../../src/adapters/runtime/docker/network-pool.js';
 import { makeProject, makeWorkspace, startTestServer, type TestServer } from '../factories/harness.js';
 import { ensureBaseImage, releaseTestRun, RUN_LABEL, testRunId } from '../factories/images.js';
 
@@ -19,7 +20,8 @@ describe('tenant containers and the control plane\'s ports', () => {
 
   beforeAll(async () => {
     image = await ensureBaseImage(docker);
-    const used = (await docker.listNetworks()).flatMap((n) => (n.IPAM?.Config ?? []).map((c) => c.Subnet ?? '')).filter((x) => x !== '');
+    // the engine's networks and the host's own interfaces (a bridge the engine lost on the pool's subnet broke this once)
+    const used = [...(await docker.listNetworks()).flatMap((n) => (n.IPAM?.Config ?? []).map((c) => c.Subnet ?? '')).filter((x) => x !== ''), ...routedSubnets(await readFile('/proc/net/route', 'utf8').catch(() => ''))];
     const subnet = freeSubnet(DEFAULT_NETWORK_POOL, used);
     if (subnet === null) throw new Error('the test network pool is full');
     // the host's address on the network: the subnet's first

@@ -35,9 +35,9 @@ import { compareApiVersions, engineDate, engineMessage, MIN_API_VERSION, statusO
 import { packBuildContext } from './build-context.js';
 import { BuildKitLog, decodeStatus } from './buildkit.js';
 import { Channel, LineSplitter } from './feed.js';
-import { bridgeName, guardIsolation, thisHost, type GuardHost, type IsolationGuard } from './isolation-guard.js';
+import { BRIDGE_PREFIX, bridgeName, guardIsolation, thisHost, type GuardHost, type IsolationGuard } from './isolation-guard.js';
 import { isEmptySelector, LABEL, labelFilter, ownerOf, withOwner } from './labels.js';
-import { DEFAULT_NETWORK_POOL, freeSubnet, poolCapacity, type NetworkPool } from './network-pool.js';
+import { DEFAULT_NETWORK_POOL, freeSubnet, poolCapacity, routedSubnets, type NetworkPool } from './network-pool.js';
 import { scrubEnv } from './scrub.js';
 import { runTask } from './task.js';
 import { hasPrevious, usageFrom, type StatsSample } from './usage.js';
@@ -238,7 +238,9 @@ export class DockerRuntime implements Runtime {
       const lost = new Set<string>();
       for (let attempt = 1; ; attempt++) {
         const used = (await this.docker.listNetworks()).flatMap(subnetsOf);
-        const subnet = freeSubnet(pool, [...used, ...lost]);
+        // and the host's own subnets: a LAN, a VPN, a bridge the engine lost (not ours, which the network of that subnet takes over)
+        const host = routedSubnets(await readFile('/proc/net/route', 'utf8').catch(() => ''), (name) => name.startsWith(BRIDGE_PREFIX));
+        const subnet = freeSubnet(pool, [...used, ...host, ...lost]);
         if (subnet === null) {
           throw new NetworkPoolFullError(
             `Cannot create network ${options.Name}: every /${pool.size.toString()} subnet of the network pool ${pool.cidr} (${poolCapacity(pool).toString()} networks; --network-pool, --network-size) is in use. The operator can widen the pool; removing deleted workspaces' networks frees theirs.`,

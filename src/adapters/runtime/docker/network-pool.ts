@@ -1,3 +1,5 @@
+import { endianness } from 'node:os';
+
 /**
  * The address pool of workspace networks (`--network-pool`, `--network-size`). Docker's own
  * default pools hold about 30 bridge networks (172.17-31.0.0/16 and 192.168.0.0/16 in /20s);
@@ -14,6 +16,28 @@ export interface NetworkPool {
 }
 
 export const DEFAULT_NETWORK_POOL: NetworkPool = { cidr: '10.213.0.0/16', size: 24 };
+
+/**
+ * The IPv4 subnets this host routes to its own interfaces (a LAN, a VPN, a bridge the engine lost
+ * track of, even one whose link is down), read from Linux's `/proc/net/route` text, which a new
+ * network must not overlap either: two interfaces on one subnet send its replies to one of them
+ * only. The default route is left out, and so is every interface `skip` names (Slipway's own
+ * bridges, named by their subnet, are taken over by the network of that subnet).
+ */
+export function routedSubnets(procNetRoute: string, skip: (iface: string) => boolean = () => false, littleEndian = endianness() === 'LE'): string[] {
+  const out: string[] = [];
+  for (const line of procNetRoute.split('\n').slice(1, 10_001)) {
+    const f = line.trim().split(/\s+/);
+    const [iface, dest, , , , , , mask] = f;
+    if (iface === undefined || dest === undefined || mask === undefined || !/^[0-9A-Fa-f]{8}$/.test(dest) || !/^[0-9A-Fa-f]{8}$/.test(mask) || skip(iface)) continue;
+    // the kernel writes them in the host's byte order
+    const ip = littleEndian ? Buffer.from(dest, 'hex').reverse() : Buffer.from(dest, 'hex');
+    const bits = Buffer.from(mask, 'hex').reduce((n, byte) => n + byte.toString(2).replace(/0/g, '').length, 0);
+    if (bits === 0) continue;
+    out.push(`${[...ip].join('.')}/${String(bits)}`);
+  }
+  return out;
+}
 
 /** An IPv4 block: its first address as a 32-bit number, and its prefix length. */
 interface Block {
