@@ -25,6 +25,8 @@ export const DOCKER = [
   'test/e2e/control-plane-ports.test.ts',
   'test/e2e/crash-alerts.test.ts',
   'test/e2e/crash.test.ts',
+  'test/e2e/backups-engine.test.ts',
+  'test/e2e/backups-shared.test.ts',
   'test/e2e/databases-engine.test.ts',
   'test/e2e/deploy-env.test.ts',
   'test/e2e/deploy-reconcile.test.ts',

@@ -110,6 +110,7 @@ export async function startLeader(c: LeaderContext): Promise<LeaderEngine> {
     secrets: deps.secrets,
     runtime,
     destinations: services.backupDestinations,
+    databases: deps.policies.databases,
     labels,
     network: (ws) => orchestrator.workspaceNetwork(ws),
     upstreamMode: config.upstreamMode,

@@ -218,7 +218,10 @@ export interface TaskSpec {
   env?: Readonly<Record<string, string>>;
   owner: { workspace: string };
   labels?: Labels;
-  /** the workspace network to attach to; none: no network at all */
+  /**
+   * the workspace network to attach to, or `host` (only for Slipway's own tools against a server
+   * the host reaches, such as a shared database server's backups); none: no network at all
+   */
   network?: string;
   mounts?: readonly (Mount & { readOnly?: boolean })[];
   cpu: number;

@@ -536,12 +536,13 @@ describe('database backups on the engine (sqlite)', () => {
     expect(keys.filter((k) => k.includes(good.id))).toEqual([]);
     await noScratchLeft();
 
-    // the database deleted: its backup records go with it, and the sweep removes its local artifacts
+    // the database deleted: its backup records go with it, and the sweep removes its artifacts, locally and in S3
     await readFile(localFile(locals[1] ?? ''));
     expect((await s.request('DELETE', `${base()}/${db.slug}`, { key: w.member.key })).status).toBe(202);
     const gone = Date.now() + 30_000;
-    while (await readdir(join(dir, w.id, dbId)).then(() => true, () => false)) {
-      if (Date.now() > gone) throw new Error('the deleted database\'s artifacts are still there');
+    const remoteLeft = async () => (await s3.keys()).filter((k) => k.includes(`/${dbId}/`));
+    while ((await readdir(join(dir, w.id, dbId)).then(() => true, () => false)) || (await remoteLeft()).length > 0) {
+      if (Date.now() > gone) throw new Error(`the deleted database's artifacts are still there (in S3: ${(await remoteLeft()).join(', ')})`);
       await new Promise((res) => setTimeout(res, 250));
     }
   }, 300_000);

@@ -111,6 +111,7 @@ export async function startTestEngine(s: TestServer, opts: TestEngineOptions): P
       secrets: s.deps.secrets,
       runtime,
       destinations: s.services.backupDestinations,
+      databases: { ...s.deps.policies.databases, ...opts.databases },
       labels: instanceLabels(instance),
       network: (ws) => orchestrator.workspaceNetwork(ws),
       upstreamMode: opts.tune?.upstreamMode ?? 'published',

@@ -12,7 +12,7 @@ import { openArtifact, storedChecksum } from './artifact.js';
 import type { Backup, BackupDetail, BackupPolicy, Restore } from './backups.schema.js';
 import { nextRun, scheduleProblem } from './schedule.js';
 import type { Destinations } from './destinations.js';
-import { TOOLS } from './engines.js';
+import { restoreProblem, toolsOfManifest } from './engines.js';
 import { s3Error } from './s3.js';
 import { keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
 
@@ -43,7 +43,6 @@ export class BackupService {
     const destination = input.destination_id ?? (await this.store.repos.backups.policy(db.id))?.destination ?? 'local';
     await this.destinationOf(access, destination);
     if (db.status !== 'running') throw conflict(`The database is ${db.status}; a backup needs its server running.`);
-    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
     await this.wallets.requireFunds(access.workspace.id);
     const row = this.newBackup(db, 'manual', destination, access.caller.user.id);
     await this.store.transaction(async (tx) => {
@@ -90,10 +89,9 @@ export class BackupService {
   async restoreInPlace(access: Access, dbSlug: string, input: { backup_id: string; confirm: string }): Promise<Restore> {
     const db = await this.database(access, dbSlug);
     if (input.confirm !== db.slug) throw invalid(`"confirm" must be the database's slug ("${db.slug}"): an in-place restore replaces everything it holds now.`);
-    const { backup, type } = await this.restoreSource(access, input.backup_id, undefined, 'backup_id');
+    const { backup, type } = await this.restoreSource(access, input.backup_id, undefined, 'backup_id', db.provisioner === 'shared' ? 'shared' : 'container');
     if (type !== db.type) throw invalid(`"backup_id" names a ${type} backup; the database is ${db.type}.`);
     if (db.status !== 'running') throw conflict(`The database is ${db.status}; an in-place restore needs its server running.`);
-    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be restored in place yet (docs/backups.md#shared-servers).');
     await this.wallets.requireFunds(access.workspace.id);
     const safety = this.newBackup(db, 'safety', 'local', access.caller.user.id);
     const row: RestoreRow = {
@@ -169,7 +167,7 @@ export class BackupService {
       throw conflict(`The backup's artifact cannot be read from ${backup.destination}: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (checksum !== backup.checksum) throw conflict("The backup's stored artifact does not match its checksum: it was changed or damaged since it was taken.");
-    const ext = TOOLS[db.type as DatabaseType].extension;
+    const ext = toolsOfManifest(manifest).extension;
     return {
       filename: `${db.slug}-${backup.id}.${ext}`,
       body: () => openArtifact(() => destination.get(backup.object_key), this.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression),
@@ -217,7 +215,6 @@ export class BackupService {
     input: { schedule: string; timezone?: string | undefined; keep_count?: number | undefined; keep_days?: number | null | undefined; destination_id?: string | undefined; verify?: 'after-each' | 'weekly' | 'never' | undefined },
   ): Promise<BackupPolicy> {
     const db = await this.database(access, dbSlug);
-    if (db.provisioner !== 'container') throw conflict('Databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
     const timezone = input.timezone ?? 'UTC';
     const problem = scheduleProblem(input.schedule, timezone);
     if (problem !== null) throw invalid(problem);
@@ -275,13 +272,16 @@ export class BackupService {
    * The backup a new database of this workspace is restored from (POST …/databases with
    * `restore_from`): one of its own databases', succeeded, of the same type.
    */
-  async restoreSource(access: Access, id: string, type: string | undefined, field = 'restore_from'): Promise<{ backup: BackupRow; type: DatabaseType }> {
+  /** A succeeded backup of this workspace that can be restored into a database of `type` provisioned as `into`; 400 otherwise. */
+  async restoreSource(access: Access, id: string, type: string | undefined, field = 'restore_from', into: 'container' | 'shared' = 'container'): Promise<{ backup: BackupRow; type: DatabaseType }> {
     const backup = await this.store.repos.backups.byId(id);
     // another workspace's backup is as unknown as one that does not exist
     if (backup === undefined || backup.workspace_id !== access.workspace.id) throw invalid(`"${field}" names no backup of this workspace.`);
     if (backup.status !== 'succeeded' || backup.manifest === null) throw invalid(`"${field}" names a backup that is ${backup.status}; only a succeeded backup can be restored.`);
     const manifest = JSON.parse(backup.manifest) as Manifest;
     if (type !== undefined && type !== manifest.database.type) throw invalid(`"${field}" names a ${manifest.database.type} backup; "type" is ${type}.`);
+    const problem = restoreProblem(manifest, into);
+    if (problem !== null) throw invalid(`"${field}": ${problem}.`);
     return { backup, type: manifest.database.type };
   }
 

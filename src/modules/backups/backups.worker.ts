@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { iso, type Clock, type IdSource } from '../../domain/clock.js';
-import { DEFAULT_PORTS, generatePassword, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
+import { DEFAULT_PORTS, generatePassword, usernameFor, type DatabaseAddress, type DatabaseType } from '../../domain/database.js';
 import type { Runtime } from '../../domain/runtime.js';
 import type { Mailer } from '../../adapters/notify/mailer.js';
 import { randomBytes } from 'node:crypto';
@@ -11,10 +11,11 @@ import type { BackupPolicyRow, BackupRow, DatabaseRow, Repositories, RestoreRow 
 import type { DatabaseRestorer } from '../databases/databases.worker.js';
 import { serverName } from '../databases/health.js';
 import { passwordContext } from '../databases/policy.js';
-import { login as realLogin, SERVERS } from '../databases/servers.js';
+import type { DatabasePolicy } from '../databases/policy.js';
+import { localImage, login as realLogin, SERVERS } from '../databases/servers.js';
 import { intervalMs, nextRun } from './schedule.js';
 import { Digest, digestOf, openArtifact, Seal, storedChecksum } from './artifact.js';
-import { compareContents, describeContents, redisReplicate, TOOLS, type Contents, type ToolContext } from './engines.js';
+import { compareContents, describeContents, redisReplicate, restoreProblem, toolsFor, toolsOfManifest, type Contents, type ToolContext } from './engines.js';
 import type { Destination, Destinations } from './destinations.js';
 import { s3Error } from './s3.js';
 import { BACKUP_LABEL, keyPurpose, lastVerified, manifestKey, objectKey, type Manifest } from './policy.js';
@@ -30,7 +31,9 @@ export interface BackupWorkerOptions {
   clock: Clock;
   ids: IdSource;
   secrets: Pick<SecretBox, 'open' | 'derive'>;
-  runtime: Pick<Runtime, 'task' | 'inspect' | 'list' | 'remove' | 'run' | 'ensureVolume' | 'removeVolume' | 'listVolumes'>;
+  runtime: Pick<Runtime, 'task' | 'inspect' | 'inspectImage' | 'list' | 'remove' | 'run' | 'ensureVolume' | 'removeVolume' | 'listVolumes'>;
+  /** the images each type runs (the tools of a shared server's backups come from them) and the shared servers' administrative URLs */
+  databases: Pick<DatabasePolicy, 'images' | 'shared'>;
   /** e-mails the owners when backups of a database are in trouble; absent: the alert is in the records and the log only */
   mailer?: Mailer | undefined;
   /** logs in to a scratch server (the real clients by default) */
@@ -222,11 +225,37 @@ export class BackupWorker implements DatabaseRestorer {
     const { repos } = this.o;
     const local = this.o.destinations.local;
     const dirs = await local.databaseDirs();
-    if (dirs.length === 0) return;
+    const remotes = await repos.backups.allDestinations();
+    if (dirs.length === 0 && remotes.length === 0) return;
     const keys = await repos.backups.objectKeys();
     const named = new Set([...keys].flatMap((k) => [k, manifestKey(k)]));
     const databases = await repos.databases.ids();
     const hourAgo = Date.now() - 3_600_000;
+    // each workspace's S3 destinations: the objects of its deleted databases, and strays older than an hour
+    for (const row of remotes) {
+      if (this.stopped) return;
+      try {
+        const d = this.o.destinations.s3(row);
+        const files = await d.files(row.workspace_id);
+        const byDatabase = new Map<string, { key: string; modifiedMs: number }[]>();
+        for (const f of files) {
+          const database = f.key.split('/')[1] ?? '';
+          const list = byDatabase.get(database);
+          if (list === undefined) byDatabase.set(database, [f]);
+          else list.push(f);
+        }
+        for (const [database, list] of byDatabase) {
+          const gone = !databases.has(database) && !list.some((f) => named.has(f.key));
+          for (const f of list) {
+            if (named.has(f.key) || (!gone && f.modifiedMs > hourAgo)) continue;
+            await d.delete(f.key);
+          }
+          if (gone) this.o.log.info({ workspace: row.workspace_id, database, destination: row.id, objects: list.length }, 'backup sweep: removed the objects of a deleted database from an S3 destination');
+        }
+      } catch (err) {
+        this.o.log.warn({ destination: row.id, error: s3Error(err).message }, 'backup sweep: cannot look at an S3 destination; trying again later');
+      }
+    }
     for (const { workspace, database } of dirs) {
       if (this.stopped) return;
       const files = await local.files(workspace, database);
@@ -244,7 +273,8 @@ export class BackupWorker implements DatabaseRestorer {
   }
 
   /** A failed backup, with the failing step's error; a scheduled one raises an alert (a failed e-mail changes nothing here). */
-  private async fail(b: BackupRow, message: string): Promise<void> {
+  private async fail(b: BackupRow, said: string): Promise<void> {
+    const message = scrub(said);
     this.o.log.warn({ backup: b.id, database: b.database_id, error: message }, 'backup failed');
     await this.o.repos.backups.update(b.id, 'running', { status: 'failed', error: message, finished_at: iso(this.o.clock.now()) });
     if (b.trigger !== 'scheduled') return;
@@ -275,12 +305,9 @@ export class BackupWorker implements DatabaseRestorer {
       await this.fail(b, `skipped: the database is ${db.status}${db.status === 'suspended' ? " (the workspace's wallet is empty)" : ''}; a backup needs its server running.`);
       return;
     }
-    if (db.provisioner !== 'container' || db.image === null) {
-      await this.fail(b, 'databases on a shared server cannot be backed up yet (docs/backups.md#shared-servers).');
-      return;
-    }
     const type = db.type as DatabaseType;
-    const tools = TOOLS[type];
+    const shared = db.provisioner === 'shared';
+    const tools = toolsFor(type, shared ? 'shared' : 'container');
     let step = 'preparing';
     const job = new AbortController();
     let remote: Destination | null = null;
@@ -288,7 +315,7 @@ export class BackupWorker implements DatabaseRestorer {
     try {
       const target = await this.at(b);
       remote = target === local ? null : target;
-      const ctx = { ...(await this.context(db, b.id)), signal: AbortSignal.any([this.abort.signal, job.signal]) };
+      const ctx = { ...(await (shared ? this.sharedContext(db, b.id) : this.context(db, b.id))), signal: AbortSignal.any([this.abort.signal, job.signal]) };
       step = 'dumping';
       const raw = new PassThrough();
       const digest = new Digest();
@@ -316,7 +343,8 @@ export class BackupWorker implements DatabaseRestorer {
         database: { id: db.id, slug: db.slug, type },
         engine: dumped.engineVersion,
         tool: dumped.tool,
-        image: db.image,
+        image: ctx.image,
+        layout: shared ? 'tenant' : 'server',
         taken_at: iso(startedAt),
         artifact: { key: b.object_key, size, sha256: checksum, compression: tools.compress ? 'gzip' : 'none', encryption: 'aes-256-gcm, 64 KiB records, key per backup' },
         contents: dumped.contents,
@@ -509,13 +537,14 @@ export class BackupWorker implements DatabaseRestorer {
       if (db === undefined || b.manifest === null) throw new Error('the database or its manifest is gone.');
       const manifest = JSON.parse(b.manifest) as Manifest;
       const { direct } = await this.scratch(db, b, manifest, name, `verify-${b.id}`);
-      const differences = compareContents(manifest.contents, await TOOLS[db.type as DatabaseType].count(direct));
+      // the scratch server is the backup's own: its whole contents are what was restored
+      const differences = compareContents(manifest.contents, await toolsOfManifest(manifest).count(direct));
       if (differences.length > 0) throw new Error(`the restored copy does not hold what the manifest says: ${differences.join('; ')}.`);
       const seconds = Math.round((clock.now().getTime() - started) / 100) / 10;
       await repos.backups.updateVerify(b.id, 'running', { verify_status: 'succeeded', verified_at: iso(clock.now()), restore_seconds: seconds, verify_error: null });
       this.o.log.info({ backup: b.id, database: db.id, seconds }, `backup verified: ${describeContents(manifest.contents)} restored into a scratch server`);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = scrub(err instanceof Error ? err.message : String(err));
       await repos.backups.updateVerify(b.id, 'running', { verify_status: 'failed', verify_error: message });
       this.o.log.warn({ backup: b.id, error: message }, 'backup verification failed');
       const db = await repos.databases.byId(b.database_id);
@@ -539,11 +568,13 @@ export class BackupWorker implements DatabaseRestorer {
     if (ws === undefined) throw new Error('its workspace no longer exists.');
     {
       const type = db.type as DatabaseType;
-      const tools = TOOLS[type];
+      const tools = toolsOfManifest(manifest);
       const server = SERVERS[type];
       const network = await this.o.network({ id: ws.id, slug: ws.slug });
       const password = generatePassword((n) => randomBytes(n));
-      const inside: DatabaseAddress = { type, host: name, port: DEFAULT_PORTS[type], username: db.username, password, databaseName: db.database_name };
+      // a server of its own, as a container database's (a shared server's tenant names mean nothing there)
+      const username = db.provisioner === 'shared' ? usernameFor(type) : db.username;
+      const inside: DatabaseAddress = { type, host: name, port: DEFAULT_PORTS[type], username, password, databaseName: db.database_name };
       await runtime.ensureVolume({ name, workspace: ws.id, labels });
       const at = { image: manifest.image, volume: name, network };
       if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct: inside }), await this.plain(b, manifest));
@@ -607,6 +638,31 @@ export class BackupWorker implements DatabaseRestorer {
     return this.tool(db, taskId, { image: db.image ?? '', volume: serverName(db.id), network, server: address(db.host, db.port), direct });
   }
 
+  /**
+   * A tenant of a shared server (docs/backups.md#shared-servers): the tools run with its own
+   * credentials against the operator's server, in a container on the host's network (the server
+   * is where the host reaches it), from the image its type runs as a container.
+   */
+  private async sharedContext(db: DatabaseRow, taskId: string): Promise<ToolContext> {
+    const type = db.type as DatabaseType;
+    const admin = this.o.databases.shared[type];
+    if (admin === undefined) throw new Error(`no shared ${type} server is configured any more (--database-shared-${type}).`);
+    const password = this.o.secrets.open(db.password, passwordContext(db.id));
+    const a: DatabaseAddress = { type, host: db.host, port: db.port, username: db.username, password, databaseName: db.database_name };
+    // Redis's tenant backups need no tool container; the image is what a verification restores into
+    const image = type === 'redis' ? await this.toolImage(type).catch(() => this.o.databases.images[type]) : await this.toolImage(type);
+    return { ...this.tool(db, taskId, { image, volume: '', network: 'host', server: a, direct: a }), shared: { admin, prefix: `${db.username}:` } };
+  }
+
+  /** The image a type runs when it is on this host, else the locally built one (never pulled here: the database worker pulls). */
+  private async toolImage(type: DatabaseType): Promise<string> {
+    const wanted = this.o.databases.images[type];
+    if ((await this.o.runtime.inspectImage(wanted)) !== null) return wanted;
+    const local = localImage(type);
+    if ((await this.o.runtime.inspectImage(local)) !== null) return local;
+    throw new Error(`the tools of ${type} come from its image, and neither ${wanted} nor ${local} is on this host (make db-images builds the latter).`);
+  }
+
   private tool(db: DatabaseRow, taskId: string, at: Pick<ToolContext, 'image' | 'volume' | 'network' | 'server' | 'direct'>): ToolContext {
     return {
       runtime: this.o.runtime,
@@ -641,9 +697,14 @@ export class BackupWorker implements DatabaseRestorer {
       const backup = await repos.backups.byId(r.backup_id);
       if (backup === undefined || backup.workspace_id !== db.workspace_id || backup.status !== 'succeeded' || backup.manifest === null) throw new Error(`the backup ${r.backup_id} is gone or did not succeed; nothing was changed.`);
       const manifest = JSON.parse(backup.manifest) as Manifest;
-      const tools = TOOLS[db.type as DatabaseType];
-      const ctx = await this.context(db, `restore-${r.id}`);
-      if (tools.replace !== undefined) {
+      const shared = db.provisioner === 'shared';
+      const problem = restoreProblem(manifest, shared ? 'shared' : 'container');
+      if (problem !== null) throw new Error(`${problem}; nothing was changed.`);
+      // the database's own tools replace what it holds; a backup of another layout (a tenant's
+      // Redis keys into a server of its own) goes through a scratch server and replication
+      const tools = toolsFor(db.type as DatabaseType, shared ? 'shared' : 'container');
+      const ctx = shared ? await this.sharedContext(db, `restore-${r.id}`) : await this.context(db, `restore-${r.id}`);
+      if (tools.replace !== undefined && tools === toolsOfManifest(manifest)) {
         await step(`Replacing the database's contents with backup ${backup.id} (${describeContents(manifest.contents)}).`);
         await tools.replace(ctx, await this.plain(backup, manifest));
       } else {
@@ -653,7 +714,7 @@ export class BackupWorker implements DatabaseRestorer {
         await redisReplicate(ctx.direct, inside, this.abort.signal);
       }
       await step('Comparing what the database holds with the manifest.');
-      const now = await tools.count(ctx.direct);
+      const now = await tools.count(ctx.direct, ctx.shared);
       const differences = compareContents(manifest.contents, now);
       if (differences.length > 0) throw new Error(`the database was restored, but it does not hold what the manifest says: ${differences.join('; ')}.`);
       const seconds = ((clock.now().getTime() - started.getTime()) / 1000).toFixed(1);
@@ -662,7 +723,7 @@ export class BackupWorker implements DatabaseRestorer {
       await repos.databases.addEvent({ id: this.o.ids.id(), database_id: db.id, at: iso(clock.now()), message: `Restored in place from backup ${backup.id}: ${result} The safety backup ${r.safety_backup_id} holds what it held before.` }).catch(() => undefined);
       this.o.log.info({ restore: r.id, database: db.id, backup: backup.id, seconds: Number(seconds) }, 'database restored in place');
     } catch (err) {
-      const message = `${err instanceof Error ? err.message : String(err)} The safety backup ${r.safety_backup_id} holds what the database held before.`;
+      const message = `${scrub(err instanceof Error ? err.message : String(err))} The safety backup ${r.safety_backup_id} holds what the database held before.`;
       await repos.backups.updateRestore(r.id, 'restoring', { status: 'failed', step: null, error: message, finished_at: iso(clock.now()) });
       if (db !== undefined) await repos.databases.addEvent({ id: this.o.ids.id(), database_id: db.id, at: iso(clock.now()), message: `The in-place restore ${r.id} failed: ${message}` }).catch(() => undefined);
       this.o.log.warn({ restore: r.id, database: r.database_id, error: message }, 'in-place restore failed');
@@ -690,22 +751,30 @@ export class BackupWorker implements DatabaseRestorer {
   }
 
   async beforeStart(row: DatabaseRow, at: { image: string; volume: string; network: string }): Promise<string | null> {
-    const tools = TOOLS[row.type as DatabaseType];
-    if (tools.restoreWhen !== 'before-start') return null;
     const { backup, manifest } = await this.source(row);
+    const tools = toolsOfManifest(manifest);
+    if (tools.restoreWhen !== 'before-start') return null;
     const none = address(row, '', 0);
     await tools.restore(this.tool(row, `restore-${row.id}`, { ...at, server: none, direct: none }), await this.plain(backup, manifest));
     return `Restoring from backup ${backup.id} (taken ${manifest.taken_at}: ${describeContents(manifest.contents)}): its snapshot was written into the new volume.`;
   }
 
+  /**
+   * `at`: the new database's container server; for a database on a shared server, only `direct`
+   * counts (the tools reach the server as its tenant).
+   */
   async afterReady(row: DatabaseRow, at: { image: string; volume: string; network: string; direct: DatabaseAddress }): Promise<string | null> {
-    const tools = TOOLS[row.type as DatabaseType];
     const { backup, manifest } = await this.source(row);
+    const shared = row.provisioner === 'shared';
+    const problem = restoreProblem(manifest, shared ? 'shared' : 'container');
+    if (problem !== null) throw new Error(`backup ${backup.id} cannot be restored here: ${problem}.`);
+    const tools = toolsOfManifest(manifest);
     const started = this.o.clock.now().getTime();
-    if (tools.restoreWhen === 'after-ready') {
-      await tools.restore(this.tool(row, `restore-${row.id}`, { image: at.image, volume: at.volume, network: at.network, server: address(row, row.host, row.port, at.direct.password), direct: at.direct }), await this.plain(backup, manifest));
-    }
-    const now = await tools.count(at.direct);
+    const ctx = shared
+      ? await this.sharedContext(row, `restore-${row.id}`)
+      : this.tool(row, `restore-${row.id}`, { image: at.image, volume: at.volume, network: at.network, server: address(row, row.host, row.port, at.direct.password), direct: at.direct });
+    if (tools.restoreWhen === 'after-ready') await tools.restore(ctx, await this.plain(backup, manifest));
+    const now = await toolsFor(row.type as DatabaseType, shared ? 'shared' : 'container').count(ctx.direct, ctx.shared);
     const differences = compareContents(manifest.contents, now);
     const seconds = ((this.o.clock.now().getTime() - started) / 1000).toFixed(1);
     if (differences.length > 0) throw new Error(`restored from backup ${backup.id}, but it does not hold what the manifest says: ${differences.join('; ')}.`);
@@ -732,6 +801,9 @@ async function remoteStep(fn: () => Promise<void>): Promise<void> {
     throw new Error(`${s3Error(err).message}.`);
   }
 }
+
+/** Credentials in a URL (a shared server's administrative one) never reach a record a tenant reads. */
+const scrub = (message: string): string => message.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1<credentials>@');
 
 const streamOf = (text: string): Readable => {
   const s = new PassThrough();

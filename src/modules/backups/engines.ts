@@ -3,10 +3,20 @@ import type { DatabaseAddress, DatabaseType } from '../../domain/database.js';
 import type { Labels, Mount, Runtime, TaskResult } from '../../domain/runtime.js';
 import { connectRedis } from '../databases/servers.js';
 import { sleep } from '../deployments/engine/sleep.js';
+import { redisKeys } from './redis-keys.js';
 import { SqlRowCounter } from './sql-rows.js';
 
 /** What a backup holds, as the manifest records it and a restore is compared with. */
 export type Contents = { kind: 'tables'; tables: { name: string; rows: number }[] } | { kind: 'keys'; keys: number } | { kind: 'collections'; collections: { name: string; documents: number }[] };
+
+/**
+ * A tenant on a shared server (docs/backups.md#shared-servers): the administrative URL (Redis:
+ * SCAN and RESTORE, which tenants may not run) and its key prefix (`<name>:`).
+ */
+export interface SharedScope {
+  admin: string;
+  prefix: string;
+}
 
 /** Where and as whom a tool container runs beside a database (docs/backups.md#tools). */
 export interface ToolContext {
@@ -25,6 +35,8 @@ export interface ToolContext {
   server: DatabaseAddress;
   /** the server as Slipway reaches it (counts, snapshots, BGSAVE) */
   direct: DatabaseAddress;
+  /** a database on a shared server: the server's administrative login and the tenant's key prefix (Redis) */
+  shared?: SharedScope | undefined;
   memoryBytes: number;
   timeoutMs: number;
   signal: AbortSignal;
@@ -48,8 +60,8 @@ export interface EngineTools {
   dump(ctx: ToolContext, out: Writable): Promise<DumpResult>;
   /** feeds a raw dump to the server (or its volume) */
   restore(ctx: ToolContext, source: Readable): Promise<void>;
-  /** what the server holds now, in the manifest's terms */
-  count(direct: DatabaseAddress): Promise<Contents>;
+  /** what the server holds now, in the manifest's terms (a shared server's tenant: only its own) */
+  count(direct: DatabaseAddress, shared?: SharedScope): Promise<Contents>;
   /**
    * An in-place restore: what the running server's database holds is replaced by the dump, and
    * nothing else is left (docs/backups.md#in-place-restore). Absent (Redis): the worker replaces
@@ -456,6 +468,28 @@ export const mongo: EngineTools = {
 };
 
 export const TOOLS: Readonly<Record<DatabaseType, EngineTools>> = { postgresql, mysql, redis, mongo };
+
+/** How an artifact was taken: the server's whole data set, or one tenant's part of a shared server. */
+export type DumpLayout = 'server' | 'tenant';
+
+/**
+ * The tools of a database's engine for databases provisioned so (`shared`: a tenant on a shared
+ * server); for Redis, a shared tenant's backup is its keys, not the server's RDB snapshot.
+ */
+export const toolsFor = (type: DatabaseType, provisioner: 'container' | 'shared'): EngineTools => (type === 'redis' && provisioner === 'shared' ? redisKeys : TOOLS[type]);
+
+/** The tools that read an artifact back, from its manifest (older manifests: the server's layout). */
+export const toolsOfManifest = (m: { database: { type: DatabaseType }; layout?: DumpLayout | undefined }): EngineTools =>
+  m.database.type === 'redis' && m.layout === 'tenant' ? redisKeys : TOOLS[m.database.type];
+
+/**
+ * Why an artifact cannot be restored into a database provisioned so, or null: a Redis RDB
+ * snapshot is a whole server's data set, which a shared server's tenant cannot be given.
+ */
+export function restoreProblem(m: { database: { type: DatabaseType }; layout?: DumpLayout | undefined }, provisioner: 'container' | 'shared'): string | null {
+  if (m.database.type === 'redis' && m.layout !== 'tenant' && provisioner === 'shared') return "it is a snapshot of a whole Redis server (RDB), which cannot be restored into a database on a shared server; restore it into a database of its own server";
+  return null;
+}
 
 /** Waits (the engine's own sleep), and fails once Slipway is stopping. */
 async function pause(ms: number, signal: AbortSignal): Promise<void> {

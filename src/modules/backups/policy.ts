@@ -1,5 +1,5 @@
 import type { DatabaseType } from '../../domain/database.js';
-import type { Contents } from './engines.js';
+import type { Contents, DumpLayout } from './engines.js';
 
 /** How backups are kept and run on this installation (docs/backups.md, docs/configuration.md). */
 export interface BackupPolicy {
@@ -33,7 +33,10 @@ export interface Manifest {
   engine: string;
   /** the tool and its version, e.g. "pg_dump (PostgreSQL) 15.20" */
   tool: string;
+  /** the image whose tools took it */
   image: string;
+  /** `tenant`: one tenant's part of a shared server (a Redis tenant: its keys); absent or `server`: the database's own server */
+  layout?: DumpLayout;
   taken_at: string;
   artifact: { key: string; size: number; sha256: string; compression: 'gzip' | 'none'; encryption: string };
   contents: Contents;

@@ -159,6 +159,25 @@ export class S3Destination implements Destination {
     }
   }
 
+  /**
+   * The objects under one workspace's part of the destination (the sweep's view), keys without
+   * the destination's prefix; at most `limit` of them a pass.
+   */
+  async files(workspaceId: string, limit = 10_000): Promise<{ key: string; modifiedMs: number }[]> {
+    const { client, m } = await this.s3();
+    const out: { key: string; modifiedMs: number }[] = [];
+    let token: string | undefined;
+    do {
+      const r = await client.send(new m.ListObjectsV2Command({ Bucket: this.s.bucket, Prefix: this.key(`${workspaceId}/`), ContinuationToken: token, MaxKeys: 1000 }));
+      for (const o of r.Contents ?? []) {
+        if (o.Key === undefined || !o.Key.startsWith(this.s.prefix)) continue;
+        out.push({ key: o.Key.slice(this.s.prefix.length), modifiedMs: o.LastModified?.getTime() ?? 0 });
+      }
+      token = r.IsTruncated === true ? r.NextContinuationToken : undefined;
+    } while (token !== undefined && out.length < limit);
+    return out;
+  }
+
   async delete(key: string): Promise<boolean> {
     const { client, m } = await this.s3();
     const there = (await this.size(key)) !== null;

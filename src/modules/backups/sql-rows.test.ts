@@ -7,6 +7,8 @@ const DUMP = [
   '-- MariaDB dump 10.19',
   'DROP TABLE IF EXISTS `items`;',
   'CREATE TABLE `items` (`id` int NOT NULL, `v` text) ENGINE=InnoDB;',
+  'CREATE TABLE `no_rows` (`x` int);',
+  "/*!50001 CREATE VIEW `a_view` AS SELECT 1 AS `one` */;",
   "INSERT INTO `items` VALUES (1,'a (paren) and \\'quote\\' and \\\\'),(2,'x),(y'),(3,NULL);",
   "INSERT INTO `items` VALUES (4,'semi; colon\\nnew line');",
   "INSERT INTO `we``ird` VALUES (1,0x00FF),(2,'(((');",
@@ -31,11 +33,11 @@ async function count(chunks: Buffer[]): Promise<Record<string, number>> {
 
 describe('the row counter of SQL dumps', () => {
   it('counts one row per tuple, whatever is inside the strings, and passes the dump through unchanged', async () => {
-    expect(await count([Buffer.from(DUMP)])).toEqual({ items: 4, 'we`ird': 2, lines: 3, empty_after: 1 });
+    expect(await count([Buffer.from(DUMP)])).toEqual({ items: 4, no_rows: 0, 'we`ird': 2, lines: 3, empty_after: 1 });
   });
 
   it('gives the same counts when the dump arrives one byte at a time', async () => {
     const bytes = Buffer.from(DUMP);
-    expect(await count([...bytes].map((b) => Buffer.from([b])))).toEqual({ items: 4, 'we`ird': 2, lines: 3, empty_after: 1 });
+    expect(await count([...bytes].map((b) => Buffer.from([b])))).toEqual({ items: 4, no_rows: 0, 'we`ird': 2, lines: 3, empty_after: 1 });
   });
 });

@@ -1,6 +1,8 @@
 import { Transform, type TransformCallback } from 'node:stream';
 
 const PREFIX = Buffer.from('INSERT INTO `', 'latin1');
+/** a table the dump creates is listed even with no rows */
+const CREATE = Buffer.from('CREATE TABLE `', 'latin1');
 const BACKTICK = 0x60;
 const QUOTE = 0x27;
 const BACKSLASH = 0x5c;
@@ -17,7 +19,8 @@ type State = 'prefix' | 'skip' | 'name' | 'nameTick' | 'values' | 'string' | 'es
  * Counts the rows a mysqldump / mariadb-dump stream inserts, per table, as it passes (the
  * manifest's counts come from the dump itself, so they are those of its snapshot): each line
  * that starts with ``INSERT INTO `name` VALUES`` holds one parenthesised tuple per row, with
- * strings in single quotes and backslash escapes (the dump's own form). Other lines are skipped.
+ * strings in single quotes and backslash escapes (the dump's own form); a line that starts with
+ * ``CREATE TABLE `name` `` lists the table with no rows yet. Other lines are skipped.
  * (MariaDB's mariadb-dump writes `VALUES` and then each tuple on a line of its own; MySQL's
  * mysqldump all of them on one line.) One pass over the bytes, state kept across chunks; the data goes through unchanged.
  */
@@ -25,6 +28,8 @@ export class SqlRowCounter extends Transform {
   readonly rows = new Map<string, number>();
   private state: State = 'prefix';
   private matched = 0;
+  private matchedCreate = 0;
+  private creating = false;
   private name: number[] = [];
   private table = '';
   private depth = 0;
@@ -39,14 +44,17 @@ export class SqlRowCounter extends Transform {
       const c = b[i] as number;
       switch (this.state) {
         case 'prefix':
-          if (c === PREFIX[this.matched]) {
-            if (++this.matched === PREFIX.length) {
-              this.state = 'name';
-              this.name = [];
-            }
-          } else {
+          // a line that starts with either prefix (-1: this one can no longer match)
+          this.matched = this.matched >= 0 && c === PREFIX[this.matched] ? this.matched + 1 : -1;
+          this.matchedCreate = this.matchedCreate >= 0 && c === CREATE[this.matchedCreate] ? this.matchedCreate + 1 : -1;
+          if (this.matched === PREFIX.length || this.matchedCreate === CREATE.length) {
+            this.creating = this.matchedCreate === CREATE.length;
+            this.state = 'name';
+            this.name = [];
+          } else if (this.matched < 0 && this.matchedCreate < 0) {
             this.state = c === NEWLINE ? 'prefix' : 'skip';
             this.matched = 0;
+            this.matchedCreate = 0;
           }
           break;
         case 'skip': {
@@ -55,6 +63,7 @@ export class SqlRowCounter extends Transform {
           i = nl;
           this.state = 'prefix';
           this.matched = 0;
+          this.matchedCreate = 0;
           break;
         }
         case 'name':
@@ -67,6 +76,13 @@ export class SqlRowCounter extends Transform {
             // a doubled backtick is one inside the name
             this.name.push(c);
             this.state = 'name';
+          } else if (this.creating) {
+            const table = Buffer.from(this.name).toString('utf8');
+            this.rows.set(table, this.rows.get(table) ?? 0);
+            this.state = 'skip';
+            this.matched = 0;
+            this.matchedCreate = 0;
+            i--;
           } else {
             this.table = Buffer.from(this.name).toString('utf8');
             this.depth = 0;
@@ -83,6 +99,7 @@ export class SqlRowCounter extends Transform {
           else if (c === SEMICOLON && this.depth === 0) {
             this.state = 'skip';
             this.matched = 0;
+            this.matchedCreate = 0;
           }
           break;
         case 'string':

@@ -56,7 +56,7 @@ export class DatabaseService {
     /** the leader's worker in this process, woken when there is work (idle without one) */
     private readonly worker: Late<DatabaseWork>,
     /** where `restore_from` is checked: a succeeded backup of this workspace, of the same type */
-    private readonly backups?: { restoreSource(access: Access, id: string, type: string | undefined): Promise<{ backup: { id: string } }> },
+    private readonly backups?: { restoreSource(access: Access, id: string, type: string | undefined, field: string, into: 'container' | 'shared'): Promise<{ backup: { id: string } }> },
   ) {}
 
   async create(access: Access, input: { name: string; type: string; restore_from?: string | undefined }): Promise<Database> {
@@ -64,8 +64,7 @@ export class DatabaseService {
     if (input.restore_from !== undefined) {
       if (this.backups === undefined) throw invalid('"restore_from": backups are not available on this installation.');
       // a new database, never production: its server is provisioned, then the backup restored into it before it is `running`
-      const { backup } = await this.backups.restoreSource(access, input.restore_from, input.type);
-      if (row.provisioner !== 'container') throw invalid('"restore_from": databases on a shared server cannot be restored into yet (docs/backups.md#shared-servers).');
+      const { backup } = await this.backups.restoreSource(access, input.restore_from, input.type, 'restore_from', row.provisioner === 'shared' ? 'shared' : 'container');
       row.restore_from = backup.id;
     }
     await this.wallets.requireFunds(access.workspace.id);

@@ -235,6 +235,12 @@ export class DatabaseWorker {
       await this.event(row, `Creating its user and database on the shared ${row.type} server at ${server.host}:${String(server.port)}.`);
       await server.create({ name: row.username, password: address.password });
       await this.waitForLogin(row, address);
+      if (row.restore_from !== null && this.restorer !== undefined) {
+        // the backup goes into the tenant's own database before it is `running` (docs/backups.md#shared-servers)
+        await this.event(row, `Restoring from backup ${row.restore_from}.`);
+        const said = await this.restorer.afterReady(row, { image: '', volume: '', network: 'host', direct: address });
+        if (said !== null) await this.event(row, said);
+      }
       const ok = await this.patch(row, { status: 'running', error: null });
       if (ok) await this.event(row, `Running: a login as ${row.username} succeeded after ${((this.clock.now().getTime() - started) / 1000).toFixed(1)} s.`);
     } catch (err) {

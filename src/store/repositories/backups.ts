@@ -130,6 +130,11 @@ export class BackupRepository extends Repository {
     return this.db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).orderBy('name').execute();
   }
 
+  /** Every workspace's destinations (the leader's sweep). */
+  allDestinations(): Promise<BackupDestinationRow[]> {
+    return this.db.selectFrom('backup_destinations').selectAll().orderBy('id').execute();
+  }
+
   /** One destination of the workspace (another workspace's is as absent as an unknown one). */
   destination(workspaceId: string, id: string): Promise<BackupDestinationRow | undefined> {
     return this.db.selectFrom('backup_destinations').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
