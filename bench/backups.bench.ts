@@ -9,6 +9,7 @@
 // Goal: ≤ 1.2× the tools' own time for both.
 //
 //   npx tsx bench/backups.bench.ts [--gib 1] [--rounds 1]   (make bench-backups)
+//   BENCH_DIAGNOSE=1: the backup is also downloaded and listed (pg_restore --list) beside the by-hand dump
 //
 // Writes bench/results/backups-<date>.json. Not part of the test suite.
 import { randomBytes } from 'node:crypto';
@@ -122,6 +123,21 @@ async function main(): Promise<void> {
       });
       slipwayBackup.push((performance.now() - t) / 1000);
       artifactBytes = done.size ?? 0;
+      console.log(JSON.stringify({ backup: id, seconds: round((performance.now() - t) / 1000, 2), artifact_bytes: artifactBytes, pg_dump_bytes: dumpBytes }));
+      if (process.env['BENCH_DIAGNOSE'] === '1') {
+        const file = join(work, 'downloaded.dump');
+        const got = await fetch(`${serve.api}${base}/${source.slug}/backups/${id}/download`, { headers: { 'x-api-key': serve.key } });
+        if (got.body === null) throw new Error(`download: ${String(got.status)}`);
+        await pipeline(got.body as unknown as NodeJS.ReadableStream, createWriteStream(file));
+        const list = join(work, 'list.txt');
+        await exec(container, ['sh', '-c', 'cat > /tmp/d.dump; pg_restore --list /tmp/d.dump; rm /tmp/d.dump'], {}, { input: file, out: list });
+        const byHand = join(work, 'list-by-hand.txt');
+        await exec(container, ['sh', '-c', 'cat > /tmp/d.dump; pg_restore --list /tmp/d.dump; rm /tmp/d.dump'], {}, { input: dump, out: byHand });
+        const cmp = join(work, 'cmp.txt');
+        await exec(container, ['sh', '-c', 'cat > /tmp/d.dump; pg_restore -f - -a -t items /tmp/d.dump | wc -l; rm /tmp/d.dump'], {}, { input: file, out: cmp });
+        console.log(JSON.stringify({ items_lines_in_download: readFileSync(cmp, 'utf8').trim() }));
+        console.log(JSON.stringify({ downloaded_bytes: statSync(file).size, list: readFileSync(list, 'utf8').split('\n').filter((l) => l.includes('TABLE')), by_hand: readFileSync(byHand, 'utf8').split('\n').filter((l) => l.includes('TABLE')) }));
+      }
 
       // by hand: a new server of the same image, a login, pg_restore of the file
       t = performance.now();
@@ -153,7 +169,10 @@ async function main(): Promise<void> {
       const rs = restored.data?.slug ?? '';
       await until('the restored database', async () => {
         const d = (await serve.request<Db>('GET', `${base}/${rs}`)).data;
-        if (d?.status === 'failed') throw new Error(d.error ?? 'failed');
+        if (d?.status === 'failed') {
+          const events = (await serve.request<{ events: { message: string }[] }>('GET', `${base}/${rs}`)).data?.events ?? [];
+          throw new Error(`${d.error ?? 'failed'}\n${events.map((e) => e.message).join('\n')}`);
+        }
         return d?.status === 'running' ? d : undefined;
       });
       slipwayRestore.push((performance.now() - t) / 1000);

@@ -20,6 +20,7 @@ export const UNIT_ELSEWHERE = [
 /** The files that build images and run containers on the Docker Engine (the engine, the runtime, `serve --engine docker`). */
 export const DOCKER = [
   'test/medium/runtime.conformance.test.ts',
+  'test/medium/runtime-task.test.ts',
   'test/e2e/billing-crash.test.ts',
   'test/e2e/billing-engine.test.ts',
   'test/e2e/control-plane-ports.test.ts',
