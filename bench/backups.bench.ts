@@ -9,7 +9,7 @@
 // Goal: ≤ 1.2× the tools' own time for both.
 //
 //   npx tsx bench/backups.bench.ts [--gib 1] [--rounds 1]   (make bench-backups)
-//   BENCH_DIAGNOSE=1: the backup is also downloaded and listed (pg_restore --list) beside the by-hand dump
+//   BENCH_DIAGNOSE=1: the restored database's events with their times; =2: the backup is also downloaded and listed (pg_restore --list) beside the by-hand dump
 //
 // Writes bench/results/backups-<date>.json. Not part of the test suite.
 import { randomBytes } from 'node:crypto';
@@ -70,7 +70,8 @@ async function main(): Promise<void> {
   const rounds = num('rounds', 1);
   const docker = new Docker();
   if ((await docker.getImage(IMAGE).inspect().catch(() => null)) === null) throw new Error(`${IMAGE} is missing: run make db-images`);
-  const serve = await startServe('file:///nonexistent', ['--log-level', 'warn', '--database-memory', '1024']);
+  // both sides run the same image: the one this host has (an air-gapped operator names it so; no pull is tried)
+  const serve = await startServe('file:///nonexistent', ['--log-level', 'warn', '--database-memory', '1024', '--database-image-postgresql', IMAGE]);
   const work = mkdtempSync(join(tmpdir(), 'slipway-bench-backups-'));
   const rows: Record<string, unknown>[] = [];
   try {
@@ -124,7 +125,7 @@ async function main(): Promise<void> {
       slipwayBackup.push((performance.now() - t) / 1000);
       artifactBytes = done.size ?? 0;
       console.log(JSON.stringify({ backup: id, seconds: round((performance.now() - t) / 1000, 2), artifact_bytes: artifactBytes, pg_dump_bytes: dumpBytes }));
-      if (process.env['BENCH_DIAGNOSE'] === '1') {
+      if (process.env['BENCH_DIAGNOSE'] === '2') {
         const file = join(work, 'downloaded.dump');
         const got = await fetch(`${serve.api}${base}/${source.slug}/backups/${id}/download`, { headers: { 'x-api-key': serve.key } });
         if (got.body === null) throw new Error(`download: ${String(got.status)}`);
@@ -139,7 +140,7 @@ async function main(): Promise<void> {
         console.log(JSON.stringify({ downloaded_bytes: statSync(file).size, list: readFileSync(list, 'utf8').split('\n').filter((l) => l.includes('TABLE')), by_hand: readFileSync(byHand, 'utf8').split('\n').filter((l) => l.includes('TABLE')) }));
       }
 
-      // by hand: a new server of the same image, a login, pg_restore of the file
+      // by hand: a new server of the same image and the same limits as Slipway's (1 CPU, --database-memory 1024), a login, pg_restore of the file
       t = performance.now();
       const name = `bench-ref-restore-${randomBytes(3).toString('hex')}`;
       const pw = generatePassword((k) => randomBytes(k));
@@ -150,7 +151,7 @@ async function main(): Promise<void> {
         Image: IMAGE,
         Env: Object.entries(SERVERS.postgresql.env(address, () => generatePassword((k) => randomBytes(k)))).map(([k, v]) => `${k}=${v}`),
         ExposedPorts: { [port]: {} },
-        HostConfig: { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] }, Mounts: [{ Type: 'volume', Source: name, Target: SERVERS.postgresql.dataPath }], Memory: 1024 * 1024 * 1024, Init: true },
+        HostConfig: { PortBindings: { [port]: [{ HostIp: '127.0.0.1', HostPort: '' }] }, Mounts: [{ Type: 'volume', Source: name, Target: SERVERS.postgresql.dataPath }], Memory: 1024 * 1024 * 1024, NanoCpus: 1e9, Init: true },
       });
       try {
         await c.start();
@@ -176,6 +177,11 @@ async function main(): Promise<void> {
         return d?.status === 'running' ? d : undefined;
       });
       slipwayRestore.push((performance.now() - t) / 1000);
+      if (process.env['BENCH_DIAGNOSE'] === '1') {
+        const events = (await serve.request<{ events: { at: string; message: string }[] }>('GET', `${base}/${rs}`)).data?.events ?? [];
+        const first = Date.parse(events[0]?.at ?? '');
+        console.log(JSON.stringify({ restore_events: events.map((e) => `+${String((Date.parse(e.at) - first) / 1000)} s ${e.message.slice(0, 90)}`) }));
+      }
       await serve.request('DELETE', `${base}/${rs}`);
 
       // the verification, reported beside them

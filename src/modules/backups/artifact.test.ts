@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { Digest, digestOf, MAGIC, Open, Seal, storedChecksum } from './artifact.js';
+import { Digest, digestOf, MAGIC, Open, openArtifact, Seal, storedChecksum } from './artifact.js';
 
 const key = randomBytes(32);
 
@@ -63,5 +63,18 @@ describe('backup artifacts', () => {
     const want = createHash('sha256').update(big).digest('hex');
     expect(await digestOf(Readable.from(pieces))).toEqual({ size: big.length, hex: want });
     expect(await storedChecksum(Readable.from(pieces))).toBe(want);
+  });
+
+  it('open as they are read, checked against their checksum at the end: a different one fails the stream', async () => {
+    const plain = randomBytes(200_000);
+    const sealed = await seal(plain);
+    const sum = createHash('sha256').update(sealed).digest('hex');
+    const read = async (sha: string): Promise<Buffer> => {
+      const chunks: Buffer[] = [];
+      for await (const c of openArtifact(() => Promise.resolve(Readable.from([sealed])), key, 'none', sha)) chunks.push(c as Buffer);
+      return Buffer.concat(chunks);
+    };
+    expect((await read(sum)).equals(plain)).toBe(true);
+    await expect(read('0'.repeat(64))).rejects.toThrow('the stored artifact does not match its checksum');
   });
 });

@@ -151,6 +151,21 @@ export class Digest extends Transform {
 }
 
 /**
+ * A digest that fails the stream at its end when the SHA-256 is not `expected`: the check of an
+ * artifact as it is read, instead of a read of its own first. Its records are authenticated one by
+ * one as they are opened anyway; this names a changed artifact in the backup's own terms.
+ */
+export class Checked extends Digest {
+  constructor(private readonly expected: string) {
+    super();
+  }
+
+  override _flush(done: TransformCallback): void {
+    done(this.hex() === this.expected ? null : new Error('the stored artifact does not match its checksum: it was changed or damaged since it was taken.'));
+  }
+}
+
+/**
  * The size and SHA-256 (hex) of a stream read in full. The digest is the pipeline's last stage,
  * so its readable side is drained here: left unread, it would stop the read at its buffer's size.
  */
@@ -171,10 +186,10 @@ export async function storedChecksum(stored: Readable): Promise<string> {
  * decompressed when its manifest says gzip. `stored` is fetched when the stream is made; any
  * failure (of the store, of a record, of gunzip) destroys the stream with its error.
  */
-export function openArtifact(stored: () => Promise<Readable>, key: Buffer, compression: 'gzip' | 'none'): Readable {
+export function openArtifact(stored: () => Promise<Readable>, key: Buffer, compression: 'gzip' | 'none', sha256?: string): Readable {
   const out = new PassThrough();
   void (async () => {
-    const stages: NodeJS.ReadWriteStream[] = [new Open(key)];
+    const stages: NodeJS.ReadWriteStream[] = [...(sha256 === undefined ? [] : [new Checked(sha256)]), new Open(key)];
     if (compression === 'gzip') stages.push(createGunzip());
     await pipeline([await stored(), ...stages, out]);
   })().catch((err: unknown) => { out.destroy(err as Error); });

@@ -577,7 +577,7 @@ export class BackupWorker implements DatabaseRestorer {
       const inside: DatabaseAddress = { type, host: name, port: DEFAULT_PORTS[type], username, password, databaseName: db.database_name };
       await runtime.ensureVolume({ name, workspace: ws.id, labels });
       const at = { image: manifest.image, volume: name, network };
-      if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct: inside }), await this.plain(b, manifest));
+      if (tools.restoreWhen === 'before-start') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct: inside }), await this.plain(b, manifest, 'first'));
       const info = await runtime.run({
         name,
         image: manifest.image,
@@ -598,7 +598,7 @@ export class BackupWorker implements DatabaseRestorer {
       const direct: DatabaseAddress =
         this.o.upstreamMode === 'published' && info.hostPort !== null ? { ...inside, host: '127.0.0.1', port: info.hostPort } : { ...inside, host: info.networkAddress ?? name };
       await this.waitForLogin(direct, name);
-      if (tools.restoreWhen === 'after-ready') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct }), await this.plain(b, manifest));
+      if (tools.restoreWhen === 'after-ready') await tools.restore(this.tool(db, taskId, { ...at, server: inside, direct }), await this.plain(b, manifest, 'first'));
       return { direct, inside };
     }
   }
@@ -706,7 +706,7 @@ export class BackupWorker implements DatabaseRestorer {
       const ctx = shared ? await this.sharedContext(db, `restore-${r.id}`) : await this.context(db, `restore-${r.id}`);
       if (tools.replace !== undefined && tools === toolsOfManifest(manifest)) {
         await step(`Replacing the database's contents with backup ${backup.id} (${describeContents(manifest.contents)}).`);
-        await tools.replace(ctx, await this.plain(backup, manifest));
+        await tools.replace(ctx, await this.plain(backup, manifest, 'first'));
       } else {
         await step(`Starting a scratch server holding backup ${backup.id} (${describeContents(manifest.contents)}).`);
         const { inside } = await this.scratch(db, backup, manifest, scratchName, `restore-${r.id}`);
@@ -743,11 +743,16 @@ export class BackupWorker implements DatabaseRestorer {
     return { backup, manifest: JSON.parse(backup.manifest) as Manifest };
   }
 
-  /** The artifact opened and decompressed, after its checksum was checked in full. */
-  private async plain(backup: BackupRow, manifest: Manifest): Promise<Readable> {
+  /**
+   * The artifact opened and decompressed. `first`: its checksum is checked in full before the
+   * first byte is given (an in-place restore changes nothing for a damaged artifact); otherwise
+   * as it is read, the stream failing at its end (a new database or a scratch server, which a
+   * damaged artifact only fails; each record is authenticated as it is opened either way).
+   */
+  private async plain(backup: BackupRow, manifest: Manifest, check: 'first' | 'as-read' = 'as-read'): Promise<Readable> {
     const destination = await this.at(backup);
-    if ((await storedChecksum(await destination.get(backup.object_key))) !== backup.checksum) throw new Error(`the stored artifact of backup ${backup.id} does not match its checksum: it was changed or damaged since it was taken.`);
-    return openArtifact(() => destination.get(backup.object_key), this.o.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression);
+    if (check === 'first' && (await storedChecksum(await destination.get(backup.object_key))) !== backup.checksum) throw new Error(`the stored artifact of backup ${backup.id} does not match its checksum: it was changed or damaged since it was taken.`);
+    return openArtifact(() => destination.get(backup.object_key), this.o.secrets.derive(keyPurpose(backup.id)), manifest.artifact.compression, check === 'as-read' ? (backup.checksum ?? '') : undefined);
   }
 
   async beforeStart(row: DatabaseRow, at: { image: string; volume: string; network: string }): Promise<string | null> {
@@ -755,7 +760,7 @@ export class BackupWorker implements DatabaseRestorer {
     const tools = toolsOfManifest(manifest);
     if (tools.restoreWhen !== 'before-start') return null;
     const none = address(row, '', 0);
-    await tools.restore(this.tool(row, `restore-${row.id}`, { ...at, server: none, direct: none }), await this.plain(backup, manifest));
+    await fed(await this.plain(backup, manifest), (source) => tools.restore(this.tool(row, `restore-${row.id}`, { ...at, server: none, direct: none }), source));
     return `Restoring from backup ${backup.id} (taken ${manifest.taken_at}: ${describeContents(manifest.contents)}): its snapshot was written into the new volume.`;
   }
 
@@ -773,7 +778,7 @@ export class BackupWorker implements DatabaseRestorer {
     const ctx = shared
       ? await this.sharedContext(row, `restore-${row.id}`)
       : this.tool(row, `restore-${row.id}`, { image: at.image, volume: at.volume, network: at.network, server: address(row, row.host, row.port, at.direct.password), direct: at.direct });
-    if (tools.restoreWhen === 'after-ready') await tools.restore(ctx, await this.plain(backup, manifest));
+    if (tools.restoreWhen === 'after-ready') await fed(await this.plain(backup, manifest), (source) => tools.restore(ctx, source));
     const now = await toolsFor(row.type as DatabaseType, shared ? 'shared' : 'container').count(ctx.direct, ctx.shared);
     const differences = compareContents(manifest.contents, now);
     const seconds = ((this.o.clock.now().getTime() - started) / 1000).toFixed(1);
@@ -783,6 +788,18 @@ export class BackupWorker implements DatabaseRestorer {
 }
 
 const address = (row: DatabaseRow, host: string, port: number, password = ''): DatabaseAddress => ({ type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name });
+
+/** Feeds `source` to a restore; a failure of the artifact itself (its checksum, a record) is the reason given, not the tool's. */
+async function fed(source: Readable, restore: (source: Readable) => Promise<void>): Promise<void> {
+  const state: { failed: Error | null } = { failed: null };
+  source.once('error', (err) => { state.failed ??= err; });
+  try {
+    await restore(source);
+  } catch (err) {
+    throw state.failed ?? err;
+  }
+  if (state.failed !== null) throw state.failed;
+}
 
 /** The stored object read back in full: its size and SHA-256 must be what was written. */
 async function readBack(d: Destination, key: string, size: number, checksum: string): Promise<void> {

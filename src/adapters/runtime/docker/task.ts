@@ -109,6 +109,8 @@ export async function runTask(docker: Docker, spec: TaskSpec, pidsLimit: number)
         Memory: spec.memoryBytes,
         MemorySwap: spec.memoryBytes,
         NetworkMode: spec.network ?? 'none',
+        // what it writes goes to its reader only: the engine's log driver would copy (and JSON-escape) every byte of a dump
+        LogConfig: { Type: 'none', Config: {} },
         PidsLimit: pidsLimit,
         ...(spec.mounts === undefined || spec.mounts.length === 0
           ? {}
