@@ -208,8 +208,10 @@ async function main(): Promise<void> {
     const report = { date: new Date().toISOString().slice(0, 10), machine: await machine(), gib, rows_loaded: n, database_bytes: dbBytes, rounds, results: rows };
     console.log(`results: ${writeResult('backups', report)}`);
   } finally {
-    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': serve.instanceId() } }).catch(() => undefined);
+    // stopped first: a running leader would bring back the database containers the purge removes
+    const instance = serve.instanceId();
     await serve.stop();
+    await new DockerRuntime({ docker }).purge({ labels: { 'slipway.instance': instance } }).catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
   }
 }
