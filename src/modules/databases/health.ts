@@ -38,9 +38,10 @@ export async function databaseHealthOf(
 /**
  * The engine measures volumes only in its whole disk-usage report (`docker system df`), which
  * takes seconds on a busy engine: sizes are kept per runtime and refreshed in the background,
- * once at a time, when older than a minute. GET …/databases/:db_slug waits for the report only
- * the first time it asks for a volume; afterwards it answers with the size kept (at most a
- * minute and one report old) while the next is measured.
+ * once at a time, when older than a minute. GET …/databases/:db_slug never waits for the
+ * report: a volume not measured yet is null (its first report is asked for then), afterwards the
+ * size kept (at most a minute and one report old) while the next is measured. (It once waited the
+ * first time: seconds for each first read of a new database, which is when people watch it.)
  */
 const VOLUME_SIZES_FOR_MS = 60_000;
 const sizes = new WeakMap<object, { pending: Promise<void> | null; byName: Map<string, { size: number | null; at: number }> }>();
@@ -57,10 +58,7 @@ async function volumeSize(runtime: Pick<Runtime, 'volumeSize'>, name: string, cl
       .then((size) => { e.byName.set(name, { size, at: clock.now().getTime() }); })
       .catch(() => undefined)
       .finally(() => { e.pending = null; }));
-  const pending = refresh();
-  if (known !== undefined) return known.size;
-  await pending;
-  // the report that was under way may have been another volume's: this one's is asked for next
-  if (!e.byName.has(name)) await refresh();
-  return e.byName.get(name)?.size ?? null;
+  // the report under way may be another volume's: this one's is asked for once it has ended
+  void refresh().then(() => (e.byName.has(name) ? undefined : refresh()));
+  return known?.size ?? null;
 }
