@@ -245,11 +245,8 @@ export class BackupWorker implements DatabaseRestorer {
           else list.push(f);
         }
         for (const [database, list] of byDatabase) {
-          const gone = !databases.has(database) && !list.some((f) => named.has(f.key));
-          for (const f of list) {
-            if (named.has(f.key) || (!gone && f.modifiedMs > hourAgo)) continue;
-            await d.delete(f.key);
-          }
+          const { gone, stale } = swept(list, databases.has(database), named, hourAgo);
+          for (const key of stale) await d.delete(key);
           if (gone) this.o.log.info({ workspace: row.workspace_id, database, destination: row.id, objects: list.length }, 'backup sweep: removed the objects of a deleted database from an S3 destination');
         }
       } catch (err) {
@@ -259,15 +256,15 @@ export class BackupWorker implements DatabaseRestorer {
     for (const { workspace, database } of dirs) {
       if (this.stopped) return;
       const files = await local.files(workspace, database);
-      if (!databases.has(database) && !files.some((f) => named.has(f.key))) {
+      const { gone, stale } = swept(files, databases.has(database), named, hourAgo);
+      if (gone) {
         await local.removeDatabaseDir(workspace, database);
         this.o.log.info({ workspace, database, files: files.length }, 'backup sweep: removed the artifacts of a deleted database');
         continue;
       }
-      for (const f of files) {
-        if (named.has(f.key) || f.modifiedMs > hourAgo) continue;
-        await local.delete(f.key).catch(() => false);
-        this.o.log.info({ key: f.key }, 'backup sweep: removed an artifact no backup names');
+      for (const key of stale) {
+        await local.delete(key).catch(() => false);
+        this.o.log.info({ key }, 'backup sweep: removed an artifact no backup names');
       }
     }
   }
@@ -788,6 +785,16 @@ export class BackupWorker implements DatabaseRestorer {
 }
 
 const address = (row: DatabaseRow, host: string, port: number, password = ''): DatabaseAddress => ({ type: row.type as DatabaseType, host, port, username: row.username, password, databaseName: row.database_name });
+
+/**
+ * What a sweep removes of one database's files at a destination (docs/backups.md#sweep): all of
+ * them once the database is gone and no record names any (`gone`), else the files no record names
+ * that are older than an hour.
+ */
+function swept(files: readonly { key: string; modifiedMs: number }[], exists: boolean, named: ReadonlySet<string>, hourAgo: number): { gone: boolean; stale: string[] } {
+  const gone = !exists && !files.some((f) => named.has(f.key));
+  return { gone, stale: files.filter((f) => gone || (!named.has(f.key) && f.modifiedMs <= hourAgo)).map((f) => f.key) };
+}
 
 /** Feeds `source` to a restore; a failure of the artifact itself (its checksum, a record) is the reason given, not the tool's. */
 async function fed(source: Readable, restore: (source: Readable) => Promise<void>): Promise<void> {

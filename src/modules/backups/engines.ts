@@ -2,9 +2,8 @@ import { availableParallelism } from 'node:os';
 import { PassThrough, Readable, type Writable } from 'node:stream';
 import type { DatabaseAddress, DatabaseType } from '../../domain/database.js';
 import type { Labels, Mount, Runtime, TaskResult } from '../../domain/runtime.js';
-import { connectRedis } from '../databases/servers.js';
 import { sleep } from '../deployments/engine/sleep.js';
-import { redisKeys } from './redis-keys.js';
+import { countKeys, redisKeys, redisLogin } from './redis-keys.js';
 import { SqlRowCounter } from './sql-rows.js';
 
 /** What a backup holds, as the manifest records it and a restore is compared with. */
@@ -327,12 +326,6 @@ async function mysqlVersion(a: DatabaseAddress): Promise<string> {
 
 // --- Redis -----------------------------------------------------------------------------------
 
-async function redisClient(a: DatabaseAddress) {
-  const { Redis } = await import('ioredis');
-  const client = new Redis({ host: a.host, port: a.port, username: a.username, password: a.password, connectTimeout: 10_000, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  await connectRedis(client);
-  return client;
-}
 
 const infoField = (info: string, field: string): string | undefined => new RegExp(`^${field}:(.*)$`, 'm').exec(info)?.[1]?.trim();
 
@@ -344,7 +337,7 @@ export const redis: EngineTools = {
   extension: 'rdb',
   restoreWhen: 'before-start',
   async dump(ctx, out) {
-    const c = await redisClient(ctx.direct);
+    const c = await redisLogin(ctx.direct);
     let keys = 0;
     let version = 'unknown';
     try {
@@ -393,14 +386,8 @@ export const redis: EngineTools = {
     );
     checkTask('writing the RDB snapshot into the new volume', r);
   },
-  async count(direct) {
-    const c = await redisClient(direct);
-    try {
-      return { kind: 'keys', keys: await c.dbsize() };
-    } finally {
-      c.disconnect();
-    }
-  },
+  // a server of its own: DBSIZE
+  count: (direct) => countKeys(direct),
 };
 
 /** How long the live server may take to load a scratch server's data set by replication. */
@@ -413,7 +400,7 @@ const REPLICATION_WAIT_MS = 10 * 60_000;
  * again. Whatever happens, it is a primary again at the end, without the scratch server's password.
  */
 export async function redisReplicate(live: DatabaseAddress, source: { host: string; port: number; password: string }, signal: AbortSignal): Promise<void> {
-  const c = await redisClient(live);
+  const c = await redisLogin(live);
   try {
     await c.call('CONFIG', 'SET', 'masterauth', source.password);
     await c.call('REPLICAOF', source.host, String(source.port));

@@ -110,7 +110,8 @@ export class KeyRecordReader extends Transform {
 
 type RedisClient = import('ioredis').Redis;
 
-async function open(url: string | DatabaseAddress): Promise<RedisClient> {
+/** A connected client of a Redis server, by URL (a shared server's administrative login) or address; fails with the reason. */
+export async function redisLogin(url: string | DatabaseAddress): Promise<RedisClient> {
   const { Redis } = await import('ioredis');
   const options = { connectTimeout: 10_000, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false } as const;
   const client =
@@ -147,20 +148,21 @@ function scopeOf(ctx: Pick<ToolContext, 'shared'>): SharedScope {
 
 /** Where a restore writes: the tenant's prefix on a shared server (administrative login), or a server of its own (its login, no prefix). */
 async function target(ctx: Pick<ToolContext, 'shared' | 'direct'>): Promise<{ client: RedisClient; prefix: Buffer }> {
-  if (ctx.shared !== undefined) return { client: await open(ctx.shared.admin), prefix: Buffer.from(ctx.shared.prefix) };
-  return { client: await open(ctx.direct), prefix: Buffer.alloc(0) };
+  if (ctx.shared !== undefined) return { client: await redisLogin(ctx.shared.admin), prefix: Buffer.from(ctx.shared.prefix) };
+  return { client: await redisLogin(ctx.direct), prefix: Buffer.alloc(0) };
 }
 
-async function countKeys(direct: DatabaseAddress, shared?: SharedScope): Promise<Contents> {
+/** The keys a server holds (DBSIZE), or, on a shared server, those under the tenant's prefix (SCAN on the administrative login). */
+export async function countKeys(direct: DatabaseAddress, shared?: SharedScope): Promise<Contents> {
   if (shared === undefined) {
-    const c = await open(direct);
+    const c = await redisLogin(direct);
     try {
       return { kind: 'keys', keys: await c.dbsize() };
     } finally {
       c.disconnect();
     }
   }
-  const admin = await open(shared.admin);
+  const admin = await redisLogin(shared.admin);
   try {
     let keys = 0;
     for await (const batch of scan(admin, shared.prefix)) keys += batch.length;
@@ -176,8 +178,8 @@ export const redisKeys: EngineTools = {
   restoreWhen: 'after-ready',
   async dump(ctx, out) {
     const shared = scopeOf(ctx);
-    const admin = await open(shared.admin);
-    const tenant = await open(ctx.direct);
+    const admin = await redisLogin(shared.admin);
+    const tenant = await redisLogin(ctx.direct);
     let keys = 0;
     let version = 'unknown';
     try {
@@ -217,7 +219,7 @@ export const redisKeys: EngineTools = {
   async replace(ctx, source) {
     // the tenant's keys removed first (not atomic: docs/backups.md#shared-servers), then the backup's
     const shared = scopeOf(ctx);
-    const admin = await open(shared.admin);
+    const admin = await redisLogin(shared.admin);
     try {
       for await (const batch of scan(admin, shared.prefix)) await admin.callBuffer('UNLINK', ...batch);
     } finally {
